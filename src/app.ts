@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.ts';
+import type { Database } from './db/database.ts';
+import type { Notifier } from './db/notifications.ts';
+import type { Logger } from './logger.ts';
+import { Authenticator, registerAuth } from './http/auth.ts';
+import { registerIdempotency } from './http/idempotency.ts';
+import { registerMergePatch } from './http/merge-patch.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { createServer } from './http/server.ts';
+import { createApplicationKeyService } from './features/application-keys/service.ts';
+import { registerApplicationKeyRoutes } from './features/application-keys/routes.ts';
+import { createApplicationService, type ApplicationService } from './features/applications/service.ts';
+import { registerApplicationRoutes } from './features/applications/routes.ts';
+import { registerHealthRoutes } from './features/health/routes.ts';
+import { createLogService } from './features/logs/service.ts';
+import { registerLogRoutes } from './features/logs/routes.ts';
+import { registerPermissionRoutes } from './features/permissions/routes.ts';
+import { createSessionService } from './features/sessions/service.ts';
+import { registerSessionRoutes } from './features/sessions/routes.ts';
+import { createTenantService } from './features/tenants/service.ts';
+import { registerTenantRoutes } from './features/tenants/routes.ts';
+
+export const VERSION = '0.1.0';
+
+export type Services = ReturnType<typeof createServices>;
+
+/** The composition root: every service, wired once per process. */
+export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger }) {
+  const { config, db, notifier, log } = deps;
+  const logs = createLogService({ db });
+  // Keys need "does this application exist?"; applications need keys. The closure breaks the cycle.
+  let applications: ApplicationService;
+  const keys = createApplicationKeyService({ db, logs, notifier, requireApplication: (p, id) => applications.get(p, id) });
+  applications = createApplicationService({ db, logs, keys, notifier, log });
+  const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
+  const tenants = createTenantService({ db, logs, applications });
+  const authenticator = new Authenticator(
+    (hash, kind) => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash)),
+    config.authCacheSeconds,
+  );
+  notifier.onInvalidate(() => authenticator.invalidate());
+  return { logs, keys, applications, sessions, tenants, authenticator };
+}
+
+export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
+  const { config, db, log, services } = deps;
+  const app = createServer(log);
+  // Hooks that see every route must be in place before the routes are added.
+  await registerOpenApi(app, VERSION);
+  registerAuth(app, services.authenticator);
+  registerMergePatch(app);
+  registerIdempotency(app, db, config.idempotencyTtlHours);
+
+  registerHealthRoutes(app, db);
+  registerPermissionRoutes(app);
+  registerTenantRoutes(app, services.tenants);
+  registerApplicationRoutes(app, services.applications);
+  registerApplicationKeyRoutes(app, services.keys);
+  registerSessionRoutes(app, services.sessions);
+  registerLogRoutes(app, services.logs);
+  await app.ready();
+  return app;
+}

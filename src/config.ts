@@ -1,0 +1,114 @@
+import path from 'node:path';
+
+/** Every setting Coffer reads, parsed once from the environment. See docs/configuration.md. */
+export type Config = {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  databasePoolSize: number;
+  logLevel: LogLevel;
+  cofferKeys: string | undefined;
+  authCacheSeconds: number;
+  sessionTtlSeconds: number;
+  idempotencyTtlHours: number;
+  sweepIntervalSeconds: number;
+  workers: boolean;
+  outboundAllowlist: string[];
+};
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads the environment; collects every problem before failing so one run shows them all. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const read = new Reader(env, problems);
+
+  const config: Config = {
+    port: read.int('PORT', 8080, 0, 65535),
+    host: read.string('HOST', '127.0.0.1'),
+    dataDir: path.resolve(read.string('DATA_DIR', './data')),
+    databaseUrl: read.databaseUrl('DATABASE_URL'),
+    databasePoolSize: read.int('DATABASE_POOL_SIZE', 20, 1, 500),
+    logLevel: read.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+    cofferKeys: read.optional('COFFER_KEYS'),
+    authCacheSeconds: read.int('AUTH_CACHE_SECONDS', 5, 0, 300),
+    sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 180, 1, 86_400),
+    idempotencyTtlHours: read.int('IDEMPOTENCY_TTL_HOURS', 24, 1, 720),
+    sweepIntervalSeconds: read.int('SWEEP_INTERVAL_SECONDS', 30, 1, 86_400),
+    workers: read.oneOf('WORKERS', '1', ['0', '1']) === '1',
+    outboundAllowlist: read.list('OUTBOUND_ALLOWLIST'),
+  };
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+class Reader {
+  private readonly env: Env;
+  private readonly problems: string[];
+  constructor(env: Env, problems: string[]) {
+    this.env = env;
+    this.problems = problems;
+  }
+
+  optional(name: string): string | undefined {
+    const value = this.env[name]?.trim();
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  string(name: string, fallback: string): string {
+    return this.optional(name) ?? fallback;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      this.problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`);
+      return fallback;
+    }
+    return value;
+  }
+
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    if (!allowed.includes(raw as T)) {
+      this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
+      return fallback;
+    }
+    return raw as T;
+  }
+
+  list(name: string): string[] {
+    const raw = this.optional(name);
+    return raw === undefined ? [] : raw.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+
+  databaseUrl(name: string): string | undefined {
+    const raw = this.optional(name);
+    if (raw === undefined) return undefined;
+    try {
+      const url = new URL(raw);
+      if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new Error('protocol');
+      return raw;
+    } catch {
+      this.problems.push(`${name} must be a postgres:// or postgresql:// URL`);
+      return undefined;
+    }
+  }
+}

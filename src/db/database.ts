@@ -1,0 +1,82 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import pg from 'pg';
+import type { Logger } from '../logger.ts';
+
+// COUNT(*) and BIGINT arrive as strings by default; our counts fit in a double.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+export type Tx = pg.PoolClient;
+export type Row = Record<string, unknown>;
+
+/**
+ * The one database handle. Queries run on the ambient transaction when there is one —
+ * a request under an idempotency key runs whole inside one, so its writes and its
+ * stored response commit together — otherwise on the pool.
+ */
+export class Database {
+  readonly pool: pg.Pool;
+  private readonly ambient = new AsyncLocalStorage<Tx>();
+  private savepoints = 0;
+
+  constructor(url: string, poolSize: number, log: Logger) {
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
+    // An idle client losing its connection must not take the process down.
+    this.pool.on('error', (err) => log.error({ err: err.message }, 'idle database connection failed'));
+  }
+
+  async query<T extends Row = Row>(sql: string, params: unknown[] = [], tx?: Tx): Promise<T[]> {
+    const runner = tx ?? this.ambient.getStore() ?? this.pool;
+    const result = await runner.query(sql, params);
+    return result.rows as T[];
+  }
+
+  async one<T extends Row = Row>(sql: string, params: unknown[] = [], tx?: Tx): Promise<T | undefined> {
+    return (await this.query<T>(sql, params, tx))[0];
+  }
+
+  /** Runs fn in a transaction; nested inside another one it becomes a savepoint. */
+  async transaction<T>(fn: (tx: Tx) => Promise<T>, outer?: Tx): Promise<T> {
+    const parent = outer ?? this.ambient.getStore();
+    if (parent) return this.savepoint(parent, fn);
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await this.ambient.run(client, () => fn(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Runs fn with tx as the ambient transaction for every query it makes. */
+  withAmbient<T>(tx: Tx, fn: () => T): T {
+    return this.ambient.run(tx, fn);
+  }
+
+  private async savepoint<T>(tx: Tx, fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const name = `sp_${++this.savepoints}`;
+    await tx.query(`SAVEPOINT ${name}`);
+    try {
+      const result = await this.ambient.run(tx, () => fn(tx));
+      await tx.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (err) {
+      await tx.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => {});
+      throw err;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/** Maps a PostgreSQL unique violation to a domain error at the call site. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string };
+  return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}

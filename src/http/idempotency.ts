@@ -1,0 +1,142 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Database, Tx } from '../db/database.ts';
+import { ApiError } from './errors.ts';
+
+const HEADER = 'svc-idempotency-key';
+const METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Routes that must never replay (proxy invocations) set this to false. */
+    idempotent?: boolean;
+  }
+  interface FastifyRequest {
+    idempotency: { tx: Tx; key: string; hash: Buffer; done: boolean } | undefined;
+  }
+}
+
+/**
+ * SVC-IDEMPOTENCY-KEY, scoped to the tenant and the calling application or session.
+ *
+ * A request under a key runs whole inside one database transaction that first takes a
+ * transaction-level advisory lock on the key: a second request with the key while the
+ * first holds it gets 409, and a process that dies mid-request releases it with its
+ * connection. On success the response is stored in that same transaction, so the
+ * effects and the stored reply commit together or not at all; on failure everything
+ * rolls back and the key is free again. Stored replies live `ttlHours`.
+ */
+export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours: number): void {
+  app.decorateRequest('idempotency', undefined);
+
+  // Handlers of idempotent requests run with the request's transaction as the ambient one.
+  app.addHook('onRoute', (route) => {
+    const handler = route.handler;
+    route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      const idem = request.idempotency;
+      return idem ? db.withAmbient(idem.tx, () => handler.call(this, request, reply)) : handler.call(this, request, reply);
+    };
+  });
+
+  app.addHook('preHandler', async (request, reply) => {
+    if (!METHODS.has(request.method) || request.routeOptions.config.idempotent === false) return;
+    const raw = request.headers[HEADER];
+    if (raw === undefined || !request.principal) return;
+    const key = Array.isArray(raw) ? raw[0] : raw;
+    if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+      throw ApiError.field('headers.svc-idempotency-key', 'must be 1 to 255 visible ASCII characters (a UUID is recommended)');
+    }
+    const { tenantId, actorId } = request.principal;
+    const hash = createHash('sha256')
+      .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
+      .digest();
+
+    const tx = await db.pool.connect();
+    let keep = false;
+    try {
+      await tx.query('BEGIN');
+      const lock = await tx.query('SELECT pg_try_advisory_xact_lock($1::bigint) AS ok', [lockId(tenantId, actorId, key)]);
+      if (!lock.rows[0].ok) throw ApiError.conflict('A request with this SVC-IDEMPOTENCY-KEY is still being processed.');
+      const stored = await tx.query(
+        `SELECT request_hash, response_status, response_type, response_body FROM idempotency_keys
+         WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND expires_at > now()`,
+        [tenantId, actorId, key],
+      );
+      const row = stored.rows[0];
+      if (row) {
+        if (!(row.request_hash as Buffer).equals(hash)) {
+          throw ApiError.unprocessable('This SVC-IDEMPOTENCY-KEY was already used for a different request.');
+        }
+        reply.header('svc-idempotent-replayed', 'true').code(row.response_status as number);
+        if (row.response_type) reply.type(row.response_type as string);
+        return reply.send(row.response_body === '' ? undefined : row.response_body);
+      }
+      request.idempotency = { tx, key, hash, done: false };
+      keep = true;
+    } finally {
+      if (!keep) {
+        await tx.query('ROLLBACK').catch(() => {});
+        tx.release();
+      }
+    }
+  });
+
+  app.addHook('onSend', async (request, reply, payload) => {
+    const idem = request.idempotency;
+    if (!idem || idem.done) return payload;
+    idem.done = true;
+    const { tenantId, actorId } = request.principal!;
+    try {
+      if (reply.statusCode >= 200 && reply.statusCode < 300) {
+        await idem.tx.query(
+          `INSERT INTO idempotency_keys (tenant_id, actor_id, key, request_hash, response_status, response_type, response_body, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(hours => $8))
+           ON CONFLICT (tenant_id, actor_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash,
+             response_status = EXCLUDED.response_status, response_type = EXCLUDED.response_type,
+             response_body = EXCLUDED.response_body, expires_at = EXCLUDED.expires_at`,
+          [tenantId, actorId, idem.key, idem.hash, reply.statusCode, reply.getHeader('content-type') ?? null, payloadText(payload), ttlHours],
+        );
+        await idem.tx.query('COMMIT');
+      } else {
+        await idem.tx.query('ROLLBACK');
+      }
+      return payload;
+    } catch (err) {
+      await idem.tx.query('ROLLBACK').catch(() => {});
+      request.log.error({ err: (err as Error).message }, 'could not commit an idempotent request');
+      const problem = new ApiError(500, 'The request could not be completed; nothing was changed. Retry with the same SVC-IDEMPOTENCY-KEY.');
+      reply.code(500).type('application/problem+json');
+      return JSON.stringify(problem.toProblem(request.id));
+    } finally {
+      idem.tx.release();
+    }
+  });
+
+  // A request that ends without a reply being sent (client gone mid-way) still frees its connection.
+  app.addHook('onResponse', async (request) => {
+    const idem = request.idempotency;
+    if (!idem || idem.done) return;
+    idem.done = true;
+    await idem.tx.query('ROLLBACK').catch(() => {});
+    idem.tx.release();
+  });
+}
+
+function lockId(tenantId: string, actorId: string, key: string): string {
+  return createHash('sha256').update(`${tenantId}/${actorId}/${key}`).digest().readBigInt64BE(0).toString();
+}
+
+function payloadText(payload: unknown): string {
+  if (payload === undefined || payload === null) return '';
+  if (typeof payload === 'string') return payload;
+  if (Buffer.isBuffer(payload)) return payload.toString('utf8');
+  return JSON.stringify(payload);
+}
+
+/** Stored replies older than the retention are deleted; reusing their key afterwards is a new request. */
+export async function sweepIdempotencyKeys(db: Database): Promise<number> {
+  const rows = await db.query(
+    `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys WHERE expires_at <= now() LIMIT 5000) RETURNING 1`,
+  );
+  return rows.length;
+}

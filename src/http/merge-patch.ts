@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from './errors.ts';
+
+export const MERGE_PATCH = 'application/merge-patch+json';
+
+/** PATCH takes only RFC 7386 merge patches; any other content type is a 415. */
+export function registerMergePatch(app: FastifyInstance): void {
+  app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch {
+      done(ApiError.field('body', 'The body is not valid JSON.'), undefined);
+    }
+  });
+  app.addHook('onRequest', async (request) => {
+    if (request.method !== 'PATCH' || request.routeOptions.url === undefined) return;
+    const type = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (type !== MERGE_PATCH) throw new ApiError(415, `PATCH requests need Content-Type: ${MERGE_PATCH}.`);
+  });
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** RFC 7386: objects merge recursively, null deletes, anything else replaces. */
+export function applyMergePatch<T>(target: T, patch: unknown): T {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch as T;
+  const base: Record<string, Json> =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, Json>) } : {};
+  for (const [key, value] of Object.entries(patch as Record<string, Json>)) {
+    if (value === null) delete base[key];
+    else base[key] = applyMergePatch(base[key], value);
+  }
+  return base as T;
+}

@@ -1,0 +1,38 @@
+import type { FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+
+/**
+ * The OpenAPI 3.1 document and the /docs page are generated from the route schemas;
+ * nothing here is written by hand except the document's header.
+ */
+export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Coffer API',
+        version,
+        description:
+          'Token vault and payment orchestration. Authenticate with the `SVC-API-KEY` header. ' +
+          'Errors are RFC 9457 problem details (`application/problem+json`).',
+      },
+      components: {
+        securitySchemes: { ApiKey: { type: 'apiKey', in: 'header', name: 'SVC-API-KEY' } },
+      },
+    },
+    transform: ({ schema, url, route }) => {
+      const access = route.config?.access;
+      const secured = access !== undefined && access !== 'public';
+      const out = { ...(schema ?? {}) } as Record<string, unknown>;
+      if (secured) {
+        out.security = [{ ApiKey: [] }];
+        const perms = access.permissions.length ? `Permissions: \`${access.permissions.join('`, `')}\`.` : 'Any valid API key.';
+        out.description = [out.description, perms].filter(Boolean).join('\n\n');
+      }
+      return { schema: out as never, url };
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, async () => app.swagger());
+}

@@ -1,0 +1,36 @@
+import { Type, type TSchema, type Static } from 'typebox';
+
+/** Schemas shared by every feature: ids, timestamps, problem details. */
+export const Uuid = Type.String({ format: 'uuid', description: 'UUID' });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp' });
+
+/** `T | null` as one JSON Schema type list, so validation errors stay readable. */
+export function Nullable<T extends TSchema>(schema: T, extra: Record<string, unknown> = {}) {
+  const s = schema as unknown as { type?: string };
+  return Type.Unsafe<Static<T> | null>({ ...schema, ...extra, type: [s.type ?? 'string', 'null'] });
+}
+
+export const IdParams = Type.Object({ id: Uuid });
+
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+    request_id: Type.String(),
+  },
+  { description: 'RFC 9457 problem details' },
+);
+
+/** Response entries for the errors a route can return; every authenticated route can 400/401/403. */
+export function problems(...statuses: number[]): Record<number, typeof Problem> {
+  const out: Record<number, typeof Problem> = {};
+  for (const s of [400, 401, 403, ...statuses]) out[s] = Problem;
+  return out;
+}
+
+export function iso(date: Date | null | undefined): string | undefined {
+  return date ? date.toISOString() : undefined;
+}
