@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { pino } from 'pino';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { start, type Running } from '../../src/main.ts';
+
+const adminUrl = process.env.COFFER_TEST_ADMIN_URL;
+const logDir = process.env.COFFER_TEST_LOG_DIR;
+
+/** A database of its own on the test PostgreSQL, dropped by the returned function. */
+export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  if (!adminUrl) throw new Error('run tests with `npm test` (test/run.ts provides the database)');
+  const name = `coffer_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: adminUrl });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+/** Records a secret the test handled so the final log scan can prove it was never logged. */
+export function rememberSecret(...values: string[]): void {
+  if (!logDir) return;
+  fs.appendFileSync(path.join(logDir, `secrets-${process.pid}.txt`), values.map((v) => `${v}\n`).join(''));
+}
+
+export type TestServer = {
+  url: string;
+  /** The management key of the tenant created on first start. */
+  key: string;
+  tenantId: string;
+  running: Running;
+  config: Config;
+  stop(): Promise<void>;
+};
+
+/** A real Coffer server on a free port and a fresh database; logs go to the scanned log directory. */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const database = await createTestDatabase();
+  const config = loadConfig({ PORT: '0', DATABASE_URL: database.url, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '10', ...env });
+  const log = logDir
+    ? createLogger(config.logLevel, pino.destination({ dest: path.join(logDir, `${randomBytes(6).toString('hex')}.log`), sync: true }))
+    : createLogger('silent');
+  const running = await start(config, log);
+  const key = running.firstKey!.api_key;
+  rememberSecret(key);
+  return {
+    url: running.url,
+    key,
+    tenantId: running.firstKey!.tenant_id,
+    running,
+    config,
+    async stop() {
+      await running.stop();
+      await database.drop();
+    },
+  };
+}

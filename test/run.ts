@@ -1,0 +1,64 @@
+/**
+ * `npm test`: runs every test file against a real PostgreSQL — the one in DATABASE_URL
+ * when set, otherwise an embedded server started here — then scans every log line the
+ * servers under test wrote for the secrets the tests handled.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+
+const root = path.resolve(import.meta.dirname, '..');
+// Both 0700 from mkdtemp: the embedded server must cope with a DATA_DIR its OS user cannot enter yet.
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-test-data-'));
+const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-test-logs-'));
+
+const silent = pino({ level: 'warn' });
+const external = process.env.DATABASE_URL;
+const embedded = external ? undefined : await startEmbeddedPostgres(dataDir, silent, { takeOwnership: true });
+const adminUrl = external ?? embedded!.url;
+process.stdout.write(`tests run against ${external ? 'DATABASE_URL' : 'an embedded PostgreSQL'}\n`);
+
+const files = process.argv.slice(2).length ? process.argv.slice(2) : ['test/**/*.test.ts'];
+const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '--test-timeout=120000', ...files], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, DATABASE_URL: '', COFFER_TEST_ADMIN_URL: adminUrl, COFFER_TEST_LOG_DIR: logDir },
+});
+
+const leaks = scanLogs(logDir);
+await embedded?.release();
+fs.rmSync(dataDir, { recursive: true, force: true });
+fs.rmSync(logDir, { recursive: true, force: true });
+process.exit(result.status === 0 && leaks === 0 ? 0 : 1);
+
+/** Every secret a test saw (API keys, session keys, nonces, token data) must be absent from every log line. */
+function scanLogs(dir: string): number {
+  const files = fs.readdirSync(dir);
+  const secrets = new Set(
+    files.filter((f) => f.startsWith('secrets-')).flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean)),
+  );
+  const logs = files.filter((f) => f.endsWith('.log'));
+  let lines = 0;
+  let leaks = 0;
+  for (const f of logs) {
+    for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) {
+      if (!line) continue;
+      lines++;
+      for (const s of secrets) {
+        if (line.includes(s)) {
+          leaks++;
+          process.stderr.write(`secret found in log ${f}: ${line.slice(0, 200)}\n`);
+        }
+      }
+    }
+  }
+  process.stdout.write(`log scan: ${lines} lines from ${logs.length} servers checked for ${secrets.size} secrets, ${leaks} leaks\n`);
+  if (result.status === 0 && (lines === 0 || secrets.size === 0)) {
+    process.stderr.write('log scan saw no log lines or no secrets: the scan itself is broken\n');
+    return 1;
+  }
+  return leaks;
+}
