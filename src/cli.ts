@@ -50,6 +50,7 @@ async function serve(config: Config): Promise<number> {
         `Its management API key (shown only now; send it as SVC-API-KEY):\n\n  ${running.firstKey.api_key}\n\n`,
     );
   }
+  log.info({ url: running.url }, 'coffer ready');
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       log.info({ signal }, 'shutting down');

@@ -19,7 +19,7 @@ import type { Logger } from '../logger.ts';
  */
 export type EmbeddedServer = {
   url: string;
-  /** Stops the server if this process owns it; otherwise leaves it for its owner. */
+  /** Stops the server if this process started it or adopted it orphaned; otherwise leaves it to its owner. */
   release(): Promise<void>;
 };
 
@@ -53,9 +53,10 @@ export async function startEmbeddedPostgres(
     }
     try {
       const started = await spawnServer(bins.postgres, pgdata, ids, runtime.password);
-      if (opts.takeOwnership) writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
+      // Whoever starts the server stops it: a one-shot command leaves nothing running behind it.
+      writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
       log.info({ port: started.port }, 'embedded PostgreSQL started');
-      return server(started.url, opts.takeOwnership ? started.pid : undefined, runtimePath, runtime);
+      return server(started.url, started.pid, runtimePath, runtime);
     } catch (err) {
       // Another process may have won the race for the lock file or the port; look again.
       if (attempt >= 5) throw err;

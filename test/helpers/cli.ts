@@ -1,0 +1,81 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { rememberSecret } from './server.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  delete base.DATABASE_URL;
+  return { ...base, LOG_LEVEL: 'info', ...env };
+}
+
+/** Runs `coffer <args>` to completion. */
+export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['src/cli.ts', ...args], { cwd: root, env: childEnv(env) });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const children = new Set<ChildProcess>();
+
+/** Kills every server a test file started and did not stop (a failed assertion must not hang the run). */
+export function killServed(): void {
+  for (const child of children) child.kill('SIGKILL');
+  children.clear();
+}
+
+export type Served = { child: ChildProcess; url: string; firstKey: string | undefined; stdout(): string; stop(): Promise<number | null> };
+
+/** Starts `coffer serve` on a free port and waits until it listens. */
+export function serve(env: Record<string, string>): Promise<Served> {
+  const child = spawn(process.execPath, ['src/cli.ts', 'serve'], { cwd: root, env: childEnv({ PORT: '0', ...env }) });
+  let stdout = '';
+  let stderr = '';
+  children.add(child);
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => {
+    children.delete(child);
+    // The child's log stream joins the others in the final scan for leaked secrets.
+    const logDir = process.env.COFFER_TEST_LOG_DIR;
+    if (logDir) fs.writeFileSync(path.join(logDir, `serve-${child.pid}.log`), stdout);
+    r(code);
+  }));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not start:\n${stdout}\n${stderr}`));
+    }, 60_000);
+    child.stderr!.on('data', (d) => (stderr += d));
+    child.stdout!.on('data', (d) => {
+      stdout += d;
+      // "coffer ready" is logged after the first-start key was written to stderr.
+      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"coffer ready"/.exec(stdout);
+      if (!m) return;
+      clearTimeout(timer);
+      // The first-start key is written to stderr just before listening.
+      const key = /^ {2}(key_\S+)$/m.exec(stderr)?.[1];
+      if (key) rememberSecret(key);
+      resolve({
+        child,
+        url: m[1],
+        firstKey: key,
+        stdout: () => stdout,
+        async stop() {
+          child.kill('SIGTERM');
+          return exited;
+        },
+      });
+    });
+    exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}:\n${stdout}\n${stderr}`));
+    });
+  });
+}
