@@ -19,6 +19,13 @@ import { registerPermissionRoutes } from './features/permissions/routes.ts';
 import { createSessionService } from './features/sessions/service.ts';
 import { registerSessionRoutes } from './features/sessions/routes.ts';
 import { createTenantService } from './features/tenants/service.ts';
+import { createEventService } from './features/events/service.ts';
+import { createTokenService } from './features/tokens/service.ts';
+import { registerTokenRoutes } from './features/tokens/routes.ts';
+import { createDetokenizeService } from './features/detokenize/service.ts';
+import { registerDetokenizeRoutes } from './features/detokenize/routes.ts';
+import { loadKeyring } from './vault/keyring.ts';
+import { Vault } from './vault/tenant-keys.ts';
 import { registerTenantRoutes } from './features/tenants/routes.ts';
 
 export const VERSION = '0.1.0';
@@ -29,18 +36,22 @@ export type Services = ReturnType<typeof createServices>;
 export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger }) {
   const { config, db, notifier, log } = deps;
   const logs = createLogService({ db });
+  const events = createEventService({ db });
+  const vault = new Vault(db, loadKeyring(config.cofferKeys, config.dataDir, log));
   // Keys need "does this application exist?"; applications need keys. The closure breaks the cycle.
   let applications: ApplicationService;
   const keys = createApplicationKeyService({ db, logs, notifier, requireApplication: (p, id) => applications.get(p, id) });
   applications = createApplicationService({ db, logs, keys, notifier, log });
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
   const tenants = createTenantService({ db, logs, applications });
+  const tokens = createTokenService({ db, vault, logs, events, log });
+  const detokenize = createDetokenizeService({ tokens, limit: config.detokenizeLimit });
   const authenticator = new Authenticator(
     (hash, kind) => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash)),
     config.authCacheSeconds,
   );
   notifier.onInvalidate(() => authenticator.invalidate());
-  return { logs, keys, applications, sessions, tenants, authenticator };
+  return { logs, events, vault, keys, applications, sessions, tenants, tokens, detokenize, authenticator };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -59,6 +70,8 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerApplicationKeyRoutes(app, services.keys);
   registerSessionRoutes(app, services.sessions);
   registerLogRoutes(app, services.logs);
+  registerTokenRoutes(app, services.tokens);
+  registerDetokenizeRoutes(app, services.detokenize);
   await app.ready();
   return app;
 }

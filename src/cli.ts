@@ -6,6 +6,8 @@ import { Notifier } from './db/notifications.ts';
 import { openDatabase } from './db/open.ts';
 import { createLogger } from './logger.ts';
 import { start } from './main.ts';
+import { loadKeyring } from './vault/keyring.ts';
+import { Vault } from './vault/tenant-keys.ts';
 import { pino } from 'pino';
 
 const USAGE = `Usage: coffer <command> [options]
@@ -15,6 +17,7 @@ Commands:
   migrate                       apply database migrations and exit
   init [--tenant-name NAME] [--json]
                                 create a tenant with a management application and print its key
+  rotate-keys                   re-wrap every tenant data key under the first key of COFFER_KEYS
 
 Settings come from the environment; see docs/configuration.md.`;
 
@@ -28,6 +31,8 @@ async function main(argv: string[]): Promise<number> {
       return runMigrate(config);
     case 'init':
       return init(config, rest);
+    case 'rotate-keys':
+      return rotateKeys(config);
     case undefined:
     case 'help':
     case '--help':
@@ -99,6 +104,20 @@ async function init(config: Config, args: string[]): Promise<number> {
           `Management API key (shown only now; send it as SVC-API-KEY):\n\n  ${created.api_key}\n`,
       );
     }
+    return 0;
+  } finally {
+    await database.close();
+  }
+}
+
+/** Online: tokens keep their ciphertext; only the wrapping of each tenant's keys changes. */
+async function rotateKeys(config: Config): Promise<number> {
+  const log = cliLogger(config);
+  const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
+  try {
+    const keyring = loadKeyring(config.cofferKeys, config.dataDir, log);
+    const count = await new Vault(database.db, keyring).rotate(log);
+    process.stdout.write(`Re-wrapped ${count} tenant keys under key "${keyring.currentId}". Keys no longer first in COFFER_KEYS can now be retired.\n`);
     return 0;
   } finally {
     await database.close();

@@ -15,6 +15,7 @@ export type Config = {
   sweepIntervalSeconds: number;
   workers: boolean;
   outboundAllowlist: string[];
+  detokenizeLimit: number;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -50,6 +51,7 @@ export function loadConfig(env: Env = process.env): Config {
     sweepIntervalSeconds: read.int('SWEEP_INTERVAL_SECONDS', 30, 1, 86_400),
     workers: read.oneOf('WORKERS', '1', ['0', '1']) === '1',
     outboundAllowlist: read.list('OUTBOUND_ALLOWLIST'),
+    detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

@@ -16,6 +16,7 @@ export function startSweeper(services: Services, db: Database, log: Logger, inte
     try {
       await services.applications.sweepExpired();
       await services.sessions.sweepExpired();
+      await services.tokens.sweepExpired();
       await sweepIdempotencyKeys(db);
     } catch (err) {
       log.error({ err: (err as Error).message }, 'expiry sweep failed; it will run again');

@@ -57,6 +57,11 @@ export class Database {
     return this.ambient.run(tx, fn);
   }
 
+  /** Runs fn outside any ambient transaction: for writes that must persist whatever the request does. */
+  withoutAmbient<T>(fn: () => T): T {
+    return this.ambient.exit(fn);
+  }
+
   private async savepoint<T>(tx: Tx, fn: (tx: Tx) => Promise<T>): Promise<T> {
     const name = `sp_${++this.savepoints}`;
     await tx.query(`SAVEPOINT ${name}`);

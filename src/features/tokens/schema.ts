@@ -1,0 +1,91 @@
+import { Type } from 'typebox';
+import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts';
+import { CursorQuery, OffsetQuery } from '../../http/pagination.ts';
+import { TOKEN_TYPE_NAMES } from '../../vault/token-types.ts';
+
+/** Caller-chosen ids: letters, digits, `_ - .`, so they can appear in detokenization expressions. */
+export const TokenId = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,200}$', description: 'Token id (UUID, or caller-chosen)' });
+const Container = Type.String({ minLength: 1, maxLength: 500 });
+const Metadata = Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: 50 });
+const Expression = Type.String({ maxLength: 2000 });
+
+const tokenFields = {
+  data: Type.Unknown({ description: 'The secret data; validated per type' }),
+  containers: Type.Array(Container, { minItems: 1, maxItems: 10 }),
+  metadata: Metadata,
+  mask: Type.Unknown({ description: 'Mask expression, or an object of expressions mirroring the data; null for none' }),
+  fingerprint_expression: Nullable(Expression),
+  search_indexes: Type.Array(Expression, { maxItems: 20 }),
+  deduplicate_token: Type.Boolean(),
+  expires_at: Nullable(Timestamp),
+};
+
+export const CreateTokenBody = Type.Object({
+  id: Type.Optional(TokenId),
+  type: Type.Enum(TOKEN_TYPE_NAMES),
+  data: tokenFields.data,
+  containers: Type.Optional(tokenFields.containers),
+  metadata: Type.Optional(tokenFields.metadata),
+  mask: Type.Optional(tokenFields.mask),
+  fingerprint_expression: Type.Optional(tokenFields.fingerprint_expression),
+  search_indexes: Type.Optional(tokenFields.search_indexes),
+  deduplicate_token: Type.Optional(tokenFields.deduplicate_token),
+  expires_at: Type.Optional(tokenFields.expires_at),
+});
+
+/** A merge patch: every field optional; null removes metadata keys, mask, fingerprint or expiry. */
+export const UpdateTokenBody = Type.Object({
+  data: Type.Optional(tokenFields.data),
+  containers: Type.Optional(tokenFields.containers),
+  metadata: Type.Optional(Nullable(Type.Record(Type.String({ maxLength: 100 }), Nullable(Type.String({ maxLength: 500 }))), { type: ['object', 'null'] })),
+  mask: Type.Optional(tokenFields.mask),
+  fingerprint_expression: Type.Optional(tokenFields.fingerprint_expression),
+  search_indexes: Type.Optional(tokenFields.search_indexes),
+  deduplicate_token: Type.Optional(tokenFields.deduplicate_token),
+  expires_at: Type.Optional(tokenFields.expires_at),
+}, { additionalProperties: false });
+
+export const TokenSchema = Type.Object({
+  id: Type.String(),
+  type: Type.String(),
+  tenant_id: Uuid,
+  data: Type.Optional(Type.Unknown()),
+  containers: Type.Array(Type.String()),
+  metadata: Type.Record(Type.String(), Type.String()),
+  mask: Type.Optional(Type.Unknown()),
+  fingerprint: Type.Optional(Type.String()),
+  fingerprint_expression: Type.Optional(Type.String()),
+  search_indexes: Type.Array(Type.String()),
+  deduplicate_token: Type.Boolean(),
+  card: Type.Optional(Type.Object({
+    bin: Type.String(),
+    last4: Type.String(),
+    expiration_month: Type.Optional(Type.Integer()),
+    expiration_year: Type.Optional(Type.Integer()),
+    brand: Type.String(),
+  })),
+  bank: Type.Optional(Type.Object({ routing_number: Type.Optional(Type.String()), account_number_last4: Type.String() })),
+  expires_at: Type.Optional(Timestamp),
+  created_by: Type.Optional(Uuid),
+  created_at: Timestamp,
+  modified_by: Type.Optional(Uuid),
+  modified_at: Type.Optional(Timestamp),
+});
+
+/** Filters shared by both list endpoints; `metadata.<key>=value` filters by metadata. */
+const filters = {
+  id: Type.Array(TokenId, { default: [], maxItems: 100 }),
+  type: Type.Array(Type.Enum(TOKEN_TYPE_NAMES), { default: [], maxItems: 20 }),
+  container: Type.Optional(Container),
+  fingerprint: Type.Optional(Type.String({ maxLength: 100 })),
+};
+const metadataFilters = { patternProperties: { '^metadata\\.[^.]{1,100}$': Type.String({ maxLength: 500 }) }, additionalProperties: false };
+
+export const ListTokensQuery = Type.Object({ ...filters, ...OffsetQuery() }, metadataFilters);
+export const ListTokensV2Query = Type.Object({ ...filters, ...CursorQuery }, metadataFilters);
+
+export const SearchTokensBody = Type.Object({
+  query: Type.String({ minLength: 1, maxLength: 2000 }),
+  start: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+  size: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
+});

@@ -1,0 +1,365 @@
+import type { Database, Tx } from '../../db/database.ts';
+import { isUniqueViolation } from '../../db/database.ts';
+import { uuidv4 } from '../../db/ids.ts';
+import type { Logger } from '../../logger.ts';
+import { accessTo, containerPrefixes } from '../../access/evaluate.ts';
+import type { Principal } from '../../access/principal.ts';
+import { isContainer, type Transform } from '../../access/rules.ts';
+import { evaluate, ExpressionError } from '../../expressions/index.ts';
+import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { applyMergePatch } from '../../http/merge-patch.ts';
+import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
+import { compileValidator } from '../../http/validate.ts';
+import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query.ts';
+import type { Vault } from '../../vault/tenant-keys.ts';
+import { TOKEN_TYPES } from '../../vault/token-types.ts';
+import type { EventService } from '../events/service.ts';
+import type { Actor, LogService } from '../logs/service.ts';
+import { CreateTokenBody } from './schema.ts';
+import {
+  deleteExpiredToken,
+  deleteToken,
+  findByFingerprint,
+  findExpiredTokensAcrossTenants,
+  findToken,
+  findTokens,
+  insertToken,
+  listTokens,
+  listTokensAfter,
+  lockFingerprint,
+  searchCondition,
+  updateToken,
+  type NewToken,
+  type TokenFilter,
+  type TokenRow,
+} from './store.ts';
+
+export type TokenInput = {
+  id?: string;
+  type: string;
+  data: unknown;
+  containers?: string[];
+  metadata?: Record<string, string>;
+  mask?: unknown;
+  fingerprint_expression?: string | null;
+  search_indexes?: string[];
+  deduplicate_token?: boolean;
+  expires_at?: string | null;
+};
+export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata'>> & { metadata?: Record<string, string | null> | null };
+
+/** A token as a caller may see it: `data` is present only when the transform allows. */
+export type TokenView = { row: TokenRow; data?: unknown; transform: Transform };
+/** What the ciphertext holds: the data and the mask rendered from it at write time. */
+type Secret = { data: unknown; mask?: unknown };
+
+type ListQuery = { id: string[]; type: string[]; container?: string; fingerprint?: string } & Record<string, unknown>;
+
+export type TokenService = ReturnType<typeof createTokenService>;
+
+export function createTokenService(deps: { db: Database; vault: Vault; logs: LogService; events: EventService; log: Logger }) {
+  const { db, vault, logs, events, log } = deps;
+
+  /** Validates and prepares everything a token row needs; `at` prefixes error field paths. */
+  async function prepare(principal: Principal, input: TokenInput, at: string, previous?: TokenRow): Promise<{ row: NewToken; secret: Secret }> {
+    const type = TOKEN_TYPES[input.type];
+    const errors = new FieldErrorList();
+    const data = type.validate(input.data, `${at}.data`, errors);
+    const containers = input.containers ?? previous?.containers ?? [type.container];
+    containers.forEach((c, i) => {
+      if (!isContainer(c)) errors.add(`${at}.containers[${i}]`, 'must be a path of lowercase segments that starts and ends with "/", e.g. /pci/high/');
+    });
+    const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
+    if (expiresAt && expiresAt.getTime() <= Date.now()) errors.add(`${at}.expires_at`, 'must be in the future');
+    errors.throwIfAny();
+
+    const maskSpec = input.mask === undefined ? (previous ? parseMask(previous.mask) : type.mask) : input.mask;
+    const fingerprintExpression = input.fingerprint_expression === undefined ? (previous ? previous.fingerprint_expression : type.fingerprint) : input.fingerprint_expression;
+    const searchIndexes = input.search_indexes ?? previous?.search_indexes ?? [];
+    const scope = { variables: { data } };
+
+    const mask = maskSpec === null ? undefined : renderMask(maskSpec, scope, `${at}.mask`);
+    const canonical = fingerprintExpression === null ? null : text(expression(fingerprintExpression, scope, `${at}.fingerprint_expression`));
+    const fingerprint = canonical ? await vault.hmac(principal.tenantId, `fingerprint:${input.type}`, canonical) : null;
+    const hashes: string[] = [];
+    for (const [i, source] of searchIndexes.entries()) {
+      const value = text(expression(source, scope, `${at}.search_indexes[${i}]`));
+      if (value) hashes.push(await vault.hmac(principal.tenantId, 'search', value));
+    }
+    const id = previous?.id ?? input.id ?? uuidv4();
+    const secret: Secret = mask === undefined ? { data } : { data, mask };
+    const { ciphertext, dataKeyId } = await vault.encrypt(principal.tenantId, id, secret);
+    return {
+      secret,
+      row: {
+        id,
+        type: input.type,
+        ciphertext,
+        data_key_id: dataKeyId,
+        containers,
+        metadata: input.metadata ?? previous?.metadata ?? {},
+        mask: maskSpec === null ? null : JSON.stringify(maskSpec),
+        fingerprint,
+        fingerprint_expression: fingerprintExpression,
+        search_indexes: searchIndexes,
+        search_hashes: [...new Set(hashes)],
+        deduplicate_token: input.deduplicate_token ?? previous?.deduplicate_token ?? false,
+        views: type.views ? type.views(data) : null,
+        expires_at: input.expires_at === undefined ? (previous?.expires_at ?? null) : expiresAt,
+        created_by: previous ? previous.created_by : principal.actorId,
+      },
+    };
+  }
+
+  function permitted(principal: Principal, permission: string, token: { id: string; containers: string[] }): Transform {
+    const transform = accessTo(principal, permission, token);
+    if (!transform) throw ApiError.forbidden(`The API key lacks ${permission} on the container of token ${token.id}.`);
+    return transform;
+  }
+
+  async function open(row: TokenRow): Promise<Secret> {
+    return (await vault.decrypt(row.tenant_id, row.id, row.ciphertext, row.data_key_id)) as Secret;
+  }
+
+  /** Applies a transform: reveal → data, mask → the rendered mask (or nothing), redact → nothing. */
+  function visible(secret: Secret, transform: Transform): unknown {
+    if (transform === 'reveal') return secret.data;
+    if (transform === 'mask') return secret.mask;
+    return undefined;
+  }
+
+  async function view(row: TokenRow, transform: Transform, secret?: Secret): Promise<TokenView> {
+    if (transform === 'redact') return { row, transform };
+    return { row, transform, data: visible(secret ?? (await open(row)), transform) };
+  }
+
+  async function createIn(principal: Principal, input: TokenInput, at: string, tx: Tx): Promise<TokenView> {
+    const containers = input.containers ?? [TOKEN_TYPES[input.type].container];
+    const transform = permitted(principal, 'token:create', { id: input.id ?? '', containers });
+    const { row, secret } = await prepare(principal, input, at);
+    if (row.deduplicate_token && row.fingerprint) {
+      await lockFingerprint(db, principal.tenantId, row.fingerprint, tx);
+      const existing = await findByFingerprint(db, principal.tenantId, row.type, row.fingerprint, tx);
+      if (existing) return view(existing, permitted(principal, 'token:create', existing));
+    }
+    let stored: TokenRow;
+    try {
+      stored = await db.transaction((t) => insertToken(db, principal.tenantId, row, t), tx);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw ApiError.conflict(`A token with id "${row.id}" already exists.`);
+      throw err;
+    }
+    await logs.record(principal, { entityType: 'token', entityId: stored.id, operation: 'create', message: `Token created (${stored.type})` }, tx);
+    await events.emit(principal.tenantId, 'token.created', stored.id, eventPayload(stored), tx);
+    return view(stored, transform, secret);
+  }
+
+  async function listFilter(principal: Principal, q: ListQuery): Promise<TokenFilter> {
+    const metadata: Record<string, string> = {};
+    for (const [key, value] of Object.entries(q)) if (key.startsWith('metadata.')) metadata[key.slice(9)] = value as string;
+    return { ids: q.id, types: q.type, container: q.container, fingerprint: q.fingerprint, metadata, prefixes: containerPrefixes(principal, 'token:read') };
+  }
+
+  /** Rows the caller may read, each with its transform; rows excluded by id conditions drop out. */
+  async function readable(principal: Principal, rows: TokenRow[], permission = 'token:read'): Promise<TokenView[]> {
+    const out: TokenView[] = [];
+    for (const row of rows) {
+      const transform = accessTo(principal, permission, row);
+      if (transform) out.push(await view(row, transform));
+    }
+    await logReveals(principal, out, 'read');
+    return out;
+  }
+
+  async function logReveals(principal: Principal, views: TokenView[], operation: string): Promise<void> {
+    for (const v of views) {
+      if (v.transform !== 'reveal') continue;
+      await logs.record(principal, { entityType: 'token', entityId: v.row.id, operation, message: `Token data revealed (${operation})` });
+    }
+  }
+
+  async function cursorList(principal: Principal, f: TokenFilter, start: string | null | undefined, size: number, extra?: { sql: string; params: unknown[] }) {
+    const after = start ? decodeCursor(start, ['created_at', 'id']) : undefined;
+    if (after && Number.isNaN(Date.parse(after.created_at))) throw ApiError.field('query.start', 'is not a cursor returned by this endpoint');
+    const rows = await listTokensAfter(db, principal.tenantId, f, after as { created_at: string; id: string } | undefined, size + 1, extra);
+    const page = cursorPage(rows, size, (last) => ({ created_at: last.created_at.toISOString(), id: last.id }));
+    return { pagination: page.pagination, data: await readable(principal, page.data) };
+  }
+
+  return {
+    create(principal: Principal, input: TokenInput): Promise<TokenView> {
+      return db.transaction((tx) => createIn(principal, input, 'body', tx));
+    },
+
+    /** Every leaf of the body that looks like a token request becomes a token; all or nothing. */
+    tokenize(principal: Principal, body: unknown, present: (v: TokenView) => unknown): Promise<unknown> {
+      return db.transaction(async (tx) => {
+        let count = 0;
+        const walk = async (node: unknown, at: string): Promise<unknown> => {
+          if (isTokenRequest(node)) {
+            if (++count > 100) throw ApiError.field('body', 'at most 100 tokens per tokenize request');
+            return present(await createIn(principal, validTokenRequest(node, at), at, tx));
+          }
+          if (Array.isArray(node)) {
+            const out = [];
+            for (const [i, item] of node.entries()) out.push(await walk(item, `${at}[${i}]`));
+            return out;
+          }
+          if (node !== null && typeof node === 'object') {
+            const out: Record<string, unknown> = {};
+            for (const [k, v] of Object.entries(node)) out[k] = await walk(v, `${at}.${k}`);
+            return out;
+          }
+          return node;
+        };
+        const result = await walk(body, 'body');
+        if (count === 0) throw ApiError.field('body', 'contains no token request (objects with "type" and "data")');
+        return result;
+      });
+    },
+
+    async get(principal: Principal, id: string): Promise<TokenView> {
+      const row = await findToken(db, principal.tenantId, id);
+      if (!row) throw ApiError.notFound('token');
+      const [v] = await readable(principal, [row]);
+      if (!v) throw ApiError.forbidden(`The API key lacks token:read on the container of token ${id}.`);
+      return v;
+    },
+
+    async list(principal: Principal, q: ListQuery & Offset) {
+      const { rows, total } = await listTokens(db, principal.tenantId, await listFilter(principal, q), offsetOf(q));
+      return offsetPage(await readable(principal, rows), total, q);
+    },
+
+    async listV2(principal: Principal, q: ListQuery & { start?: string; size: number }) {
+      return cursorList(principal, await listFilter(principal, q), q.start, q.size);
+    },
+
+    async search(principal: Principal, body: { query: string; start?: string | null; size: number }) {
+      let tree;
+      try {
+        tree = parseSearchQuery(body.query);
+      } catch (err) {
+        if (err instanceof SearchQueryError) throw ApiError.field('body.query', err.message);
+        throw err;
+      }
+      const hashed = await mapTerms(tree, async (field, value) => (field === 'data' ? vault.hmac(principal.tenantId, 'search', value) : value));
+      const filter: TokenFilter = { ids: [], types: [], metadata: {}, prefixes: containerPrefixes(principal, 'token:search') };
+      return cursorList(principal, filter, body.start, body.size, searchCondition(hashed));
+    },
+
+    async update(principal: Principal, id: string, patch: TokenPatch): Promise<TokenView> {
+      return db.transaction(async (tx) => {
+        const current = await findToken(db, principal.tenantId, id, tx, true);
+        if (!current) throw ApiError.notFound('token');
+        permitted(principal, 'token:update', current);
+        const transform = permitted(principal, 'token:update', { id, containers: patch.containers ?? current.containers });
+        const secret = await open(current);
+        const data = patch.data === undefined ? secret.data : applyMergePatch(secret.data, patch.data);
+        const metadata = patch.metadata === undefined ? current.metadata : (applyMergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>);
+        const input: TokenInput = {
+          type: current.type,
+          data,
+          containers: patch.containers,
+          metadata: patch.metadata === null ? {} : metadata,
+          mask: patch.mask,
+          fingerprint_expression: patch.fingerprint_expression,
+          search_indexes: patch.search_indexes,
+          deduplicate_token: patch.deduplicate_token,
+          expires_at: patch.expires_at,
+        };
+        const prepared = await prepare(principal, input, 'body', current);
+        const updated = await updateToken(db, principal.tenantId, { ...prepared.row, modified_by: principal.actorId }, tx);
+        if (!updated) throw ApiError.notFound('token');
+        await logs.record(principal, { entityType: 'token', entityId: id, operation: 'update', message: 'Token updated' }, tx);
+        await events.emit(principal.tenantId, 'token.updated', id, eventPayload(updated), tx);
+        return view(updated, transform, prepared.secret);
+      });
+    },
+
+    async remove(principal: Principal, id: string): Promise<void> {
+      await db.transaction(async (tx) => {
+        const current = await findToken(db, principal.tenantId, id, tx, true);
+        if (!current) throw ApiError.notFound('token');
+        permitted(principal, 'token:delete', current);
+        await deleteToken(db, principal.tenantId, id, tx);
+        await logs.record(principal, { entityType: 'token', entityId: id, operation: 'delete', message: 'Token deleted' }, tx);
+        await events.emit(principal.tenantId, 'token.deleted', id, eventPayload(current), tx);
+      });
+    },
+
+    /**
+     * Loads tokens for detokenization (token:read), reactors and proxies (token:use): every
+     * id must exist (400 naming it) and be permitted (403). Each use is audit-logged.
+     */
+    async resolveForUse(principal: Principal, ids: string[], permission: 'token:read' | 'token:use'): Promise<Map<string, TokenView>> {
+      const unique = [...new Set(ids)];
+      const rows = await findTokens(db, principal.tenantId, unique);
+      const found = new Map(rows.map((r) => [r.id, r]));
+      const missing = unique.filter((id) => !found.has(id));
+      if (missing.length) throw ApiError.field('body', `token ${missing.map((m) => `"${m}"`).join(', ')} not found`);
+      const out = new Map<string, TokenView>();
+      for (const row of rows) out.set(row.id, await view(row, permitted(principal, permission, row)));
+      for (const v of out.values()) {
+        await logs.record(principal, { entityType: 'token', entityId: v.row.id, operation: permission === 'token:use' ? 'use' : 'detokenize', message: `Token detokenized (${v.transform})` });
+      }
+      return out;
+    },
+
+    /** Deletes tokens past expires_at (unreadable since that instant) and emits token.expired. */
+    async sweepExpired(): Promise<number> {
+      let deleted = 0;
+      for (const t of await findExpiredTokensAcrossTenants(db, 1000)) {
+        const gone = await db.transaction(async (tx) => {
+          if (!(await deleteExpiredToken(db, t.tenant_id, t.id, tx))) return false;
+          const system: Actor = { kind: 'system', tenantId: t.tenant_id };
+          await logs.record(system, { entityType: 'token', entityId: t.id, operation: 'expire', message: 'Token expired and was deleted' }, tx);
+          await events.emit(t.tenant_id, 'token.expired', t.id, { id: t.id, type: t.type }, tx);
+          return true;
+        });
+        if (gone) deleted++;
+      }
+      if (deleted) log.info({ deleted }, 'expired tokens deleted');
+      return deleted;
+    },
+  };
+}
+
+const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
+
+function isTokenRequest(node: unknown): boolean {
+  if (node === null || typeof node !== 'object' || Array.isArray(node)) return false;
+  const o = node as Record<string, unknown>;
+  return typeof o.type === 'string' && o.type in TOKEN_TYPES && 'data' in o;
+}
+
+function expression(source: string, scope: { variables: Record<string, unknown> }, field: string): unknown {
+  try {
+    return evaluate(source, 'template', scope);
+  } catch (err) {
+    if (err instanceof ExpressionError) throw ApiError.field(field, `invalid expression "${source.slice(0, 200)}": ${err.message}`);
+    throw err;
+  }
+}
+
+function renderMask(spec: unknown, scope: { variables: Record<string, unknown> }, field: string): unknown {
+  if (typeof spec === 'string') return expression(spec, scope, field);
+  if (Array.isArray(spec)) return spec.map((s, i) => renderMask(s, scope, `${field}[${i}]`));
+  if (spec !== null && typeof spec === 'object') {
+    return Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, renderMask(v, scope, `${field}.${k}`)]));
+  }
+  return spec;
+}
+
+function parseMask(stored: string | null): unknown {
+  return stored === null ? null : JSON.parse(stored);
+}
+
+function text(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function eventPayload(row: TokenRow): Record<string, unknown> {
+  return { id: row.id, type: row.type, containers: row.containers };
+}

@@ -1,0 +1,172 @@
+import type { Database, Tx } from '../../db/database.ts';
+
+export type TokenRow = {
+  tenant_id: string;
+  id: string;
+  type: string;
+  ciphertext: Buffer;
+  data_key_id: string;
+  containers: string[];
+  metadata: Record<string, string>;
+  mask: string | null;
+  fingerprint: string | null;
+  fingerprint_expression: string | null;
+  search_indexes: string[];
+  search_hashes: string[];
+  deduplicate_token: boolean;
+  views: Record<string, unknown> | null;
+  expires_at: Date | null;
+  created_by: string | null;
+  created_at: Date;
+  modified_by: string | null;
+  modified_at: Date | null;
+};
+
+const COLUMNS = `tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
+  search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by, created_at, modified_by, modified_at`;
+// An expired token is unreadable from its expiry instant; the sweep deletes it later.
+const LIVE = '(expires_at IS NULL OR expires_at > now())';
+
+export type NewToken = Omit<TokenRow, 'tenant_id' | 'created_at' | 'modified_by' | 'modified_at'>;
+
+export async function insertToken(db: Database, tenantId: string, t: NewToken, tx?: Tx): Promise<TokenRow> {
+  const row = await db.one<TokenRow>(
+    `INSERT INTO tokens (tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
+       search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
+    [tenantId, t.id, t.type, t.ciphertext, t.data_key_id, t.containers, JSON.stringify(t.metadata), t.mask, t.fingerprint,
+      t.fingerprint_expression, t.search_indexes, t.search_hashes, t.deduplicate_token, t.views && JSON.stringify(t.views), t.expires_at, t.created_by],
+    tx,
+  );
+  return row!;
+}
+
+export async function updateToken(db: Database, tenantId: string, t: NewToken & { modified_by: string }, tx?: Tx): Promise<TokenRow | undefined> {
+  return db.one<TokenRow>(
+    `UPDATE tokens SET ciphertext = $3, data_key_id = $4, containers = $5, metadata = $6, mask = $7, fingerprint = $8,
+       fingerprint_expression = $9, search_indexes = $10, search_hashes = $11, deduplicate_token = $12, views = $13,
+       expires_at = $14, modified_by = $15, modified_at = now()
+     WHERE tenant_id = $1 AND id = $2 AND ${LIVE} RETURNING ${COLUMNS}`,
+    [tenantId, t.id, t.ciphertext, t.data_key_id, t.containers, JSON.stringify(t.metadata), t.mask, t.fingerprint,
+      t.fingerprint_expression, t.search_indexes, t.search_hashes, t.deduplicate_token, t.views && JSON.stringify(t.views), t.expires_at, t.modified_by],
+    tx,
+  );
+}
+
+export async function findToken(db: Database, tenantId: string, id: string, tx?: Tx, lock = false): Promise<TokenRow | undefined> {
+  return db.one<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND id = $2 AND ${LIVE}${lock ? ' FOR UPDATE' : ''}`, [tenantId, id], tx);
+}
+
+export async function findTokens(db: Database, tenantId: string, ids: string[]): Promise<TokenRow[]> {
+  return db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND id = ANY($2::text[]) AND ${LIVE}`, [tenantId, ids]);
+}
+
+export async function findByFingerprint(db: Database, tenantId: string, type: string, fingerprint: string, tx?: Tx): Promise<TokenRow | undefined> {
+  return db.one<TokenRow>(
+    `SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND type = $2 AND fingerprint = $3 AND ${LIVE} ORDER BY created_at LIMIT 1`,
+    [tenantId, type, fingerprint],
+    tx,
+  );
+}
+
+/** Serialises deduplicating creates of one fingerprint until the transaction ends. */
+export async function lockFingerprint(db: Database, tenantId: string, fingerprint: string, tx: Tx): Promise<void> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`${tenantId}/${fingerprint}`], tx);
+}
+
+export async function deleteToken(db: Database, tenantId: string, id: string, tx?: Tx): Promise<boolean> {
+  return (await db.query(`DELETE FROM tokens WHERE tenant_id = $1 AND id = $2 AND ${LIVE} RETURNING id`, [tenantId, id], tx)).length > 0;
+}
+
+export type TokenFilter = {
+  ids: string[];
+  types: string[];
+  container?: string;
+  fingerprint?: string;
+  metadata: Record<string, string>;
+  /** Container prefixes the caller may list, or 'all'. */
+  prefixes: string[] | 'all';
+};
+
+function where(tenantId: string, f: TokenFilter): { sql: string; params: unknown[] } {
+  const params: unknown[] = [tenantId];
+  const parts = ['tenant_id = $1', LIVE];
+  const p = (v: unknown) => `$${params.push(v)}`;
+  if (f.ids.length) parts.push(`id = ANY(${p(f.ids)}::text[])`);
+  if (f.types.length) parts.push(`type = ANY(${p(f.types)}::text[])`);
+  if (f.container) parts.push(`${p(f.container)} = ANY(containers)`);
+  if (f.fingerprint) parts.push(`fingerprint = ${p(f.fingerprint)}`);
+  if (Object.keys(f.metadata).length) parts.push(`metadata @> ${p(JSON.stringify(f.metadata))}::jsonb`);
+  if (f.prefixes !== 'all') {
+    parts.push(`EXISTS (SELECT 1 FROM unnest(containers) c, unnest(${p(f.prefixes)}::text[]) pre WHERE starts_with(c, pre))`);
+  }
+  return { sql: parts.join(' AND '), params };
+}
+
+export async function listTokens(db: Database, tenantId: string, f: TokenFilter, page: { limit: number; offset: number }): Promise<{ rows: TokenRow[]; total: number }> {
+  const w = where(tenantId, f);
+  const n = w.params.length;
+  const [rows, count] = await Promise.all([
+    db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE ${w.sql} ORDER BY created_at, id LIMIT $${n + 1} OFFSET $${n + 2}`, [...w.params, page.limit, page.offset]),
+    db.one<{ n: number }>(`SELECT count(*) AS n FROM tokens WHERE ${w.sql}`, w.params),
+  ]);
+  return { rows, total: count!.n };
+}
+
+/** Cursor listing in (created_at, id) order; `after` is the position the previous page ended on. */
+export async function listTokensAfter(
+  db: Database,
+  tenantId: string,
+  f: TokenFilter,
+  after: { created_at: string; id: string } | undefined,
+  limit: number,
+  extra?: { sql: string; params: unknown[] },
+): Promise<TokenRow[]> {
+  const w = where(tenantId, f);
+  const params = [...w.params];
+  let sql = w.sql;
+  if (extra) {
+    // The search compiler numbers its parameters from 1; shift them after ours.
+    const shift = params.length;
+    sql += ` AND (${extra.sql.replace(/\$(\d+)/g, (_, i) => `$${Number(i) + shift}`)})`;
+    params.push(...extra.params);
+  }
+  if (after) {
+    sql += ` AND (created_at, id) > ($${params.length + 1}::timestamptz, $${params.length + 2})`;
+    params.push(after.created_at, after.id);
+  }
+  return db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE ${sql} ORDER BY created_at, id LIMIT $${params.length + 1}`, [...params, limit]);
+}
+
+/** The expiry sweep works across tenants; each deletion is tenant-scoped. */
+export async function findExpiredTokensAcrossTenants(db: Database, limit: number): Promise<{ tenant_id: string; id: string; type: string }[]> {
+  return db.query(`SELECT tenant_id, id, type FROM tokens WHERE expires_at <= now() ORDER BY expires_at LIMIT $1`, [limit]);
+}
+
+export async function deleteExpiredToken(db: Database, tenantId: string, id: string, tx?: Tx): Promise<boolean> {
+  return (await db.query(`DELETE FROM tokens WHERE tenant_id = $1 AND id = $2 AND expires_at <= now() RETURNING id`, [tenantId, id], tx)).length > 0;
+}
+
+/** Compiles a parsed search (data values already hashed) to a parameterised condition. */
+export function searchCondition(node: import('../../search/query.ts').SearchNode): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const p = (v: unknown) => `$${params.push(v)}`;
+  const walk = (n: import('../../search/query.ts').SearchNode): string => {
+    if (n.kind !== 'term') return `(${walk(n.left)} ${n.kind === 'and' ? 'AND' : 'OR'} ${walk(n.right)})`;
+    switch (n.field) {
+      case 'id':
+        return `id = ${p(n.value)}`;
+      case 'type':
+        return `type = ${p(n.value)}`;
+      case 'container':
+        return `${p(n.value)} = ANY(containers)`;
+      case 'fingerprint':
+        return `fingerprint = ${p(n.value)}`;
+      case 'data':
+        return `search_hashes @> ARRAY[${p(n.value)}]::text[]`;
+      default:
+        return `metadata @> ${p(JSON.stringify({ [n.field.slice('metadata.'.length)]: n.value }))}::jsonb`;
+    }
+  };
+  return { sql: walk(node), params };
+}

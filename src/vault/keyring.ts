@@ -1,0 +1,104 @@
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../logger.ts';
+
+/**
+ * Key-encryption keys (KEKs). They never encrypt token data themselves: they wrap the
+ * per-tenant data keys (see tenant-keys.ts). The provider is an interface so that a
+ * cloud KMS can replace the local keyring without touching the rest of the vault.
+ */
+export interface KekProvider {
+  /** Id of the KEK new wraps use. */
+  readonly currentId: string;
+  wrap(plaintext: Buffer, aad: Buffer): { kekId: string; wrapped: Buffer };
+  unwrap(kekId: string, wrapped: Buffer, aad: Buffer): Buffer;
+  has(kekId: string): boolean;
+}
+
+const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** A local keyring of AES-256 KEKs held as KeyObjects; the first key wraps, all unwrap. */
+export class LocalKeyring implements KekProvider {
+  readonly currentId: string;
+  private readonly keys: Map<string, KeyObject>;
+
+  constructor(entries: { id: string; key: Buffer }[]) {
+    if (entries.length === 0) throw new Error('the keyring needs at least one key');
+    this.keys = new Map();
+    for (const { id, key } of entries) {
+      if (!KEY_ID.test(id)) throw new Error(`key id "${id}" must be 1-64 characters of letters, digits, _ . -`);
+      if (key.length !== 32) throw new Error(`key "${id}" must be 256 bits (32 bytes, base64-encoded)`);
+      if (this.keys.has(id)) throw new Error(`key id "${id}" appears twice`);
+      this.keys.set(id, createSecretKey(key));
+    }
+    this.currentId = entries[0].id;
+  }
+
+  has(kekId: string): boolean {
+    return this.keys.has(kekId);
+  }
+
+  wrap(plaintext: Buffer, aad: Buffer): { kekId: string; wrapped: Buffer } {
+    return { kekId: this.currentId, wrapped: seal(this.keys.get(this.currentId)!, plaintext, aad) };
+  }
+
+  unwrap(kekId: string, wrapped: Buffer, aad: Buffer): Buffer {
+    const kek = this.keys.get(kekId);
+    if (!kek) throw new Error(`data key is wrapped by KEK "${kekId}", which is not in the keyring (COFFER_KEYS)`);
+    return open(kek, wrapped, aad);
+  }
+}
+
+/**
+ * COFFER_KEYS is `id:base64key[,id:base64key…]`, newest first. Without it a key file is
+ * created under DATA_DIR with mode 0600 — fine for one host; several hosts must share
+ * COFFER_KEYS.
+ */
+export function loadKeyring(cofferKeys: string | undefined, dataDir: string, log: Logger): LocalKeyring {
+  if (cofferKeys) return new LocalKeyring(parseKeys(cofferKeys));
+  const file = path.join(dataDir, 'keys');
+  if (!fs.existsSync(file)) {
+    fs.mkdirSync(dataDir, { recursive: true });
+    const line = `${new Date().toISOString().slice(0, 10).replace(/-/g, '')}:${randomBytes(32).toString('base64')}\n`;
+    try {
+      fs.writeFileSync(file, line, { mode: 0o600, flag: 'wx' });
+      log.warn({ file }, 'COFFER_KEYS is not set: generated a key-encryption key file; back it up, or set COFFER_KEYS');
+    } catch (err) {
+      // Another process created it first; use theirs.
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  return new LocalKeyring(parseKeys(fs.readFileSync(file, 'utf8').trim().split('\n').join(',')));
+}
+
+export function parseKeys(spec: string): { id: string; key: Buffer }[] {
+  return spec
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const at = entry.indexOf(':');
+      if (at <= 0) throw new Error('COFFER_KEYS entries look like id:base64key');
+      return { id: entry.slice(0, at), key: Buffer.from(entry.slice(at + 1), 'base64') };
+    });
+}
+
+const IV = 12;
+const TAG = 16;
+
+/** AES-256-GCM: iv ‖ tag ‖ ciphertext, with the caller's additional authenticated data. */
+export function seal(key: KeyObject, plaintext: Buffer, aad: Buffer): Buffer {
+  const iv = randomBytes(IV);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(aad);
+  const ct = Buffer.concat([cipher.update(plaintext), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), ct]);
+}
+
+export function open(key: KeyObject, sealed: Buffer, aad: Buffer): Buffer {
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV));
+  decipher.setAuthTag(sealed.subarray(IV, IV + TAG));
+  decipher.setAAD(aad);
+  return Buffer.concat([decipher.update(sealed.subarray(IV + TAG)), decipher.final()]);
+}
