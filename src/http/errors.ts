@@ -98,20 +98,23 @@ export class FieldErrorList {
   }
 }
 
-type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
+export type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
 
 /** Turns Fastify's schema validation failures into field paths like `body.rules[0].priority`. */
 function fromValidation(err: FastifyError): ApiError {
   const part = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
   const errors = new FieldErrorList();
-  for (const v of (err.validation ?? []) as AjvError[]) {
-    let field = part + v.instancePath.split('/').slice(1).map(segment).join('');
-    if (v.keyword === 'required') field += segment(String(v.params.missingProperty));
-    if (v.keyword === 'additionalProperties') field += segment(String(v.params.additionalProperty));
-    errors.add(field, message(v));
-  }
+  for (const v of (err.validation ?? []) as AjvError[]) errors.add(fieldPath(part, v), validationMessage(v));
   if (errors.empty) errors.add(part, err.message);
   return ApiError.validation(errors.errors);
+}
+
+/** `body` + `/rules/0/priority` → `body.rules[0].priority`, naming the missing or unknown property too. */
+export function fieldPath(prefix: string, v: AjvError): string {
+  let field = prefix + v.instancePath.split('/').slice(1).map(segment).join('');
+  if (v.keyword === 'required') field += segment(String(v.params.missingProperty));
+  if (v.keyword === 'additionalProperties') field += segment(String(v.params.additionalProperty));
+  return field;
 }
 
 function segment(s: string): string {
@@ -119,7 +122,7 @@ function segment(s: string): string {
   return /^\d+$/.test(name) ? `[${name}]` : `.${name}`;
 }
 
-function message(v: AjvError): string {
+export function validationMessage(v: AjvError): string {
   switch (v.keyword) {
     case 'required':
       return 'is required';
