@@ -41,7 +41,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   // Keys need "does this application exist?"; applications need keys. The closure breaks the cycle.
   let applications: ApplicationService;
   const keys = createApplicationKeyService({ db, logs, notifier, requireApplication: (p, id) => applications.get(p, id) });
-  applications = createApplicationService({ db, logs, keys, notifier, log });
+  applications = createApplicationService({ db, logs, keys, notifier, log, cacheSeconds: config.authCacheSeconds });
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
   const tenants = createTenantService({ db, logs, applications });
   const tokens = createTokenService({ db, vault, logs, events, log });

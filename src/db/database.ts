@@ -17,6 +17,7 @@ export class Database {
   readonly pool: pg.Pool;
   private readonly ambient = new AsyncLocalStorage<Tx>();
   private savepoints = 0;
+  private readonly names = new Map<string, string>();
 
   constructor(url: string, poolSize: number, log: Logger) {
     this.pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
@@ -26,8 +27,23 @@ export class Database {
 
   async query<T extends Row = Row>(sql: string, params: unknown[] = [], tx?: Tx): Promise<T[]> {
     const runner = tx ?? this.ambient.getStore() ?? this.pool;
-    const result = await runner.query(sql, params);
+    const result = await runner.query({ text: sql, values: params, name: this.statementName(sql) });
     return result.rows as T[];
+  }
+
+  /**
+   * Every statement runs as a named prepared statement, so PostgreSQL parses and plans
+   * each distinct SQL text once per connection instead of on every call. Store SQL is
+   * fixed text with parameters, so the number of distinct names stays small.
+   */
+  private statementName(sql: string): string | undefined {
+    let name = this.names.get(sql);
+    if (name === undefined) {
+      if (this.names.size >= 2000) return undefined;
+      name = `s${this.names.size}`;
+      this.names.set(sql, name);
+    }
+    return name;
   }
 
   async one<T extends Row = Row>(sql: string, params: unknown[] = [], tx?: Tx): Promise<T | undefined> {
@@ -84,4 +100,9 @@ export class Database {
 export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   const e = err as { code?: string; constraint?: string };
   return e?.code === '23505' && (constraint === undefined || e.constraint === constraint);
+}
+
+/** A row referring to one that no longer exists (deleted concurrently): the caller maps it to a 404. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  return (err as { code?: string })?.code === '23503';
 }

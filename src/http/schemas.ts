@@ -2,7 +2,8 @@ import { Type, type TSchema, type Static } from 'typebox';
 
 /** Schemas shared by every feature: ids, timestamps, problem details. */
 export const Uuid = Type.String({ format: 'uuid', description: 'UUID' });
-export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC timestamp' });
+// RFC 3339 admits leap seconds (23:59:60), which no JavaScript Date can hold: refused at the door.
+export const Timestamp = Type.String({ format: 'date-time', pattern: '^(?!.*T\\d{2}:\\d{2}:60)', description: 'ISO 8601 timestamp' });
 
 /** `T | null` as one JSON Schema type list, so validation errors stay readable. */
 export function Nullable<T extends TSchema>(schema: T, extra: Record<string, unknown> = {}) {

@@ -1,4 +1,4 @@
-import type { Database, Tx } from '../../db/database.ts';
+import { isForeignKeyViolation, type Database, type Tx } from '../../db/database.ts';
 import type { Notifier } from '../../db/notifications.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import type { Principal } from '../../access/principal.ts';
@@ -42,7 +42,19 @@ export function createApplicationKeyService(deps: {
 
     async create(principal: Principal, applicationId: string): Promise<IssuedKey> {
       await requireApplication(principal, applicationId);
-      return db.transaction((tx) => issue(principal, principal.tenantId, applicationId, tx));
+      const issued = await db
+        .transaction(async (tx) => {
+          const k = await issue(principal, principal.tenantId, applicationId, tx);
+          // Cached views of the application list its keys.
+          await notifier.invalidate('auth', tx);
+          return k;
+        })
+        .catch((err: unknown) => {
+          // The application was deleted between the check above and the insert.
+          throw isForeignKeyViolation(err) ? ApiError.notFound('application') : err;
+        });
+      notifier.invalidateLocal('auth');
+      return issued;
     },
 
     async list(principal: Principal, applicationId: string, q: Offset) {

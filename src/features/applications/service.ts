@@ -33,8 +33,22 @@ export type ApplicationUpdate = { name: string; permissions: string[]; rules: Ac
 export type ApplicationView = Application & { keys: ApplicationKey[]; key?: string };
 export type ApplicationService = ReturnType<typeof createApplicationService>;
 
-export function createApplicationService(deps: { db: Database; logs: LogService; keys: ApplicationKeyService; notifier: Notifier; log: Logger }) {
+export function createApplicationService(deps: {
+  db: Database;
+  logs: LogService;
+  keys: ApplicationKeyService;
+  notifier: Notifier;
+  log: Logger;
+  cacheSeconds: number;
+}) {
   const { db, logs, keys, notifier, log } = deps;
+  const cacheMs = deps.cacheSeconds * 1000;
+  const own = new Map<string, { view: ApplicationView; until: number }>();
+  let ownGeneration = 0;
+  notifier.onInvalidate(() => {
+    ownGeneration++;
+    own.clear();
+  });
 
   /** Spec rules beyond the schema: permissions or rules required, names from the catalogue, rule shapes. */
   function validate(type: ApplicationType, permissions: string[], rules: AccessRuleInput[], errors: FieldErrorList) {
@@ -59,7 +73,9 @@ export function createApplicationService(deps: { db: Database; logs: LogService;
     const errors = new FieldErrorList();
     const rules = validate(input.type, input.permissions, input.rules, errors);
     const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
-    if (expiresAt && expiresAt.getTime() <= Date.now()) errors.add('body.expires_at', 'must be in the future');
+    // The date-time format admits RFC 3339 leap seconds (23:59:60), which Date cannot hold.
+    if (expiresAt && Number.isNaN(expiresAt.getTime())) errors.add('body.expires_at', 'must be a valid date-time');
+    else if (expiresAt && expiresAt.getTime() <= Date.now()) errors.add('body.expires_at', 'must be in the future');
     errors.throwIfAny();
     return db.transaction(async (t) => {
       const app = await insertApplication(
@@ -97,10 +113,23 @@ export function createApplicationService(deps: { db: Database; logs: LogService;
       return offsetPage(await withKeys(principal.tenantId, rows), total, q);
     },
 
-    /** The application that owns the calling key; session keys belong to no application of their own. */
-    getByKey(principal: Principal): Promise<ApplicationView> {
+    /**
+     * The application that owns the calling key; session keys belong to no application of
+     * their own. This is every client's "who am I" call, so it is served from the same
+     * short-lived cache as the key itself, cleared by the same notices.
+     */
+    async getByKey(principal: Principal): Promise<ApplicationView> {
       if (principal.kind === 'session') throw ApiError.notFound('application');
-      return get(principal, principal.applicationId);
+      const cacheKey = `${principal.tenantId}/${principal.applicationId}`;
+      const hit = own.get(cacheKey);
+      if (hit && hit.until > Date.now()) return hit.view;
+      const generation = ownGeneration;
+      const view = await get(principal, principal.applicationId);
+      if (cacheMs > 0 && generation === ownGeneration) {
+        if (own.size >= 10_000) own.clear();
+        own.set(cacheKey, { view, until: Date.now() + cacheMs });
+      }
+      return view;
     },
 
     async update(principal: Principal, id: string, input: ApplicationUpdate): Promise<ApplicationView> {
