@@ -79,19 +79,26 @@ export class Authenticator {
 /** Enforces each route's `config.access` before the body is even parsed. */
 export function registerAuth(app: FastifyInstance, authenticator: Authenticator): void {
   app.decorateRequest('principal', undefined);
-  app.addHook('onRequest', async (request) => {
+  // Callback style: public routes pay no promise, and authenticated ones one.
+  app.addHook('onRequest', (request, _reply, done) => {
     const access = request.routeOptions.config.access;
-    if (access === undefined || access === 'public') return;
+    if (access === undefined || access === 'public') return done();
     const header = request.headers[API_KEY_HEADER];
-    const principal = await authenticator.authenticate(Array.isArray(header) ? header[0] : header);
-    request.principal = principal;
-    if (principal.kind === 'session' && access.sessions === false) throw ApiError.forbidden('Session keys cannot call this operation.');
-    if (access.types && (principal.kind === 'session' || !access.types.includes(principal.applicationType))) {
-      throw ApiError.forbidden(`This operation needs the key of a ${access.types.join(' or ')} application.`);
-    }
-    const missing = access.permissions.filter((p) => !hasPermission(principal, p));
-    if (missing.length > 0) throw ApiError.forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
+    authenticator.authenticate(Array.isArray(header) ? header[0] : header).then((principal) => {
+      request.principal = principal;
+      done(authorize(principal, access));
+    }, done);
   });
+}
+
+function authorize(principal: Principal, access: Exclude<Access, 'public'>): ApiError | undefined {
+  if (principal.kind === 'session' && access.sessions === false) return ApiError.forbidden('Session keys cannot call this operation.');
+  if (access.types && (principal.kind === 'session' || !access.types.includes(principal.applicationType))) {
+    return ApiError.forbidden(`This operation needs the key of a ${access.types.join(' or ')} application.`);
+  }
+  const missing = access.permissions.filter((p) => !hasPermission(principal, p));
+  if (missing.length > 0) return ApiError.forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
+  return undefined;
 }
 
 /** The authenticated caller of a route whose access is not public. */

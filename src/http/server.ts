@@ -42,8 +42,9 @@ export function createServer(log: Logger, opts: { bodyLimit?: number } = {}): Fa
     return ajv.compile(schema);
   });
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   // Every route must say who may call it; a forgotten declaration fails at start-up, not in production.

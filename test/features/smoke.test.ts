@@ -40,4 +40,21 @@ describe('the service', () => {
     assert.equal(res.body.id, server.tenantId);
     await assertAuthCases(server, { method: 'GET', path: '/tenants/self', permissions: ['tenant:read'], type: 'management' });
   });
+
+  it('GET /permissions lists the catalogue, filtered by application type, for any valid key', async () => {
+    const all = await call(server, 'GET', '/permissions', { key: server.key });
+    assert.equal(all.status, 200);
+    const names = all.body.map((p: { type: string }) => p.type);
+    for (const name of ['application:create', 'token:read', 'token:use', 'session:authorize', 'log:read']) assert.ok(names.includes(name), name);
+    for (const p of all.body) {
+      assert.equal(typeof p.description, 'string');
+      assert.ok(p.application_types.length > 0);
+    }
+    const pub = await call(server, 'GET', '/permissions?application_type=public', { key: server.key });
+    assert.ok(pub.body.length > 0 && pub.body.length < all.body.length);
+    assert.ok(pub.body.every((p: { application_types: string[] }) => p.application_types.includes('public')));
+    assert.ok(!pub.body.some((p: { type: string }) => p.type === 'token:read'), 'public keys never read token data');
+    assert.equal((await call(server, 'GET', '/permissions?application_type=root', { key: server.key })).status, 400);
+    assert.equal((await call(server, 'GET', '/permissions')).status, 401);
+  });
 });
