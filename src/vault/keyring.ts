@@ -61,12 +61,18 @@ export function loadKeyring(cofferKeys: string | undefined, dataDir: string, log
   if (!fs.existsSync(file)) {
     fs.mkdirSync(dataDir, { recursive: true });
     const line = `${new Date().toISOString().slice(0, 10).replace(/-/g, '')}:${randomBytes(32).toString('base64')}\n`;
+    // Written aside, then linked into place (which fails if the name exists): a process
+    // starting at the same moment sees no file or a whole one, never an empty one.
+    const temp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}`;
+    fs.writeFileSync(temp, line, { mode: 0o600, flag: 'wx' });
     try {
-      fs.writeFileSync(file, line, { mode: 0o600, flag: 'wx' });
+      fs.linkSync(temp, file);
       log.warn({ file }, 'COFFER_KEYS is not set: generated a key-encryption key file; back it up, or set COFFER_KEYS');
     } catch (err) {
       // Another process created it first; use theirs.
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    } finally {
+      fs.rmSync(temp, { force: true });
     }
   }
   return new LocalKeyring(parseKeys(fs.readFileSync(file, 'utf8').trim().split('\n').join(',')));
@@ -97,7 +103,10 @@ export function seal(key: KeyObject, plaintext: Buffer, aad: Buffer): Buffer {
 }
 
 export function open(key: KeyObject, sealed: Buffer, aad: Buffer): Buffer {
-  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV));
+  // GCM otherwise accepts any tag of 4 to 16 bytes: a value cut short inside the tag would
+  // be checked against a few tag bytes only (and an empty plaintext's would pass).
+  if (sealed.length < IV + TAG) throw new Error('sealed value is too short');
+  const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV), { authTagLength: TAG });
   decipher.setAuthTag(sealed.subarray(IV, IV + TAG));
   decipher.setAAD(aad);
   return Buffer.concat([decipher.update(sealed.subarray(IV + TAG)), decipher.final()]);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -50,7 +51,9 @@ export type TestServer = {
 /** A real Coffer server on a free port and a fresh database; logs go to the scanned log directory. */
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const database = await createTestDatabase();
-  const config = loadConfig({ PORT: '0', DATABASE_URL: database.url, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '10', ...env });
+  // A DATA_DIR of its own: the generated key file must never be shared between servers or land in the repo.
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-test-server-'));
+  const config = loadConfig({ PORT: '0', DATABASE_URL: database.url, DATA_DIR: dataDir, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '10', ...env });
   const log = logDir
     ? createLogger(config.logLevel, pino.destination({ dest: path.join(logDir, `${randomBytes(6).toString('hex')}.log`), sync: true }))
     : createLogger('silent');
@@ -66,6 +69,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     async stop() {
       await running.stop();
       await database.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }

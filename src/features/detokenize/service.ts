@@ -7,6 +7,9 @@ export type DetokenizeService = ReturnType<typeof createDetokenizeService>;
 
 type Found = { at: string; template: Template };
 
+/** The walks below recurse; a body nested deeper is refused (400) rather than overflowing the stack (500). */
+const MAX_DEPTH = 128;
+
 /**
  * POST /detokenize: every string holding `{{ <id> | … }}` or `{{ token: <id> }}` is
  * replaced; a string that is exactly one expression takes the result's JSON type.
@@ -15,7 +18,7 @@ type Found = { at: string; template: Template };
 export function createDetokenizeService(deps: { tokens: TokenService; limit: number }) {
   const { tokens, limit } = deps;
 
-  function collect(node: unknown, at: string, found: Found[]): void {
+  function collect(node: unknown, at: string, found: Found[], depth: number): void {
     if (typeof node === 'string') {
       if (!isTemplate(node)) return;
       try {
@@ -24,14 +27,18 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
         if (err instanceof ExpressionError) throw ApiError.field(at, `invalid detokenization expression: ${err.message}`);
         throw err;
       }
-    } else if (Array.isArray(node)) node.forEach((item, i) => collect(item, `${at}[${i}]`, found));
-    else if (node !== null && typeof node === 'object') for (const [k, v] of Object.entries(node)) collect(v, `${at}.${k}`, found);
+      return;
+    }
+    if (node === null || typeof node !== 'object') return;
+    if (depth === MAX_DEPTH) throw ApiError.field(at, `is nested too deeply: at most ${MAX_DEPTH} levels of arrays and objects`);
+    if (Array.isArray(node)) node.forEach((item, i) => collect(item, `${at}[${i}]`, found, depth + 1));
+    else for (const [k, v] of Object.entries(node)) collect(v, `${at}.${k}`, found, depth + 1);
   }
 
   return {
     async detokenize(principal: Principal, body: unknown, permission: 'token:read' | 'token:use' = 'token:read', at = 'body'): Promise<unknown> {
       const found: Found[] = [];
-      collect(body, at, found);
+      collect(body, at, found, 0);
       if (found.length === 0) return body;
       const refs = found.flatMap((f) => tokenReferences(f.template));
       if (refs.length > limit) {
@@ -44,10 +51,13 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
         }
       }
       const scopeTokens = new Map([...views].map(([id, v]) => [id, { data: v.data, token: toDetokenizedToken(v) }]));
-      const rendered = new Map(found.map((f) => [f.at, f.template]));
-      const replace = (node: unknown, path: string): unknown => {
-        const template = rendered.get(path);
-        if (template) {
+      // Templates are matched to strings by walk order (the same as collect's), not by path:
+      // keys such as "a.b" next to a → b print as the same path.
+      let next = 0;
+      const replace = (node: unknown): unknown => {
+        if (typeof node === 'string') {
+          if (!isTemplate(node)) return node;
+          const { at: path, template } = found[next++];
           try {
             return render(template, { tokens: scopeTokens });
           } catch (err) {
@@ -55,11 +65,11 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
             throw err;
           }
         }
-        if (Array.isArray(node)) return node.map((item, i) => replace(item, `${path}[${i}]`));
-        if (node !== null && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, replace(v, `${path}.${k}`)]));
+        if (Array.isArray(node)) return node.map((item) => replace(item));
+        if (node !== null && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, replace(v)]));
         return node;
       };
-      return replace(body, at);
+      return replace(body);
     },
   };
 }
