@@ -44,19 +44,22 @@ function conditionMatches(c: Condition, token: TokenScope): boolean {
   return values.some((v) => (c.operator === 'equals' ? v === c.value : v.startsWith(c.value)));
 }
 
-/** SQL-side prefilter for listing: the container prefixes through which a permission can apply. */
-export function containerPrefixes(principal: Principal, permission: string): string[] | 'all' {
+/**
+ * Where a permission reaches, for listing in SQL: every token, or the tokens any of these
+ * rules matches (a rule's container prefix, or all of its conditions). Exactly the tokens
+ * accessTo grants, so offset totals and page sizes count only what the caller will see.
+ */
+export type TokenReach = 'all' | { container?: string; conditions?: Condition[] }[];
+
+export function reachOf(principal: Principal, permission: string): TokenReach {
   if (principal.permissions.includes(permission)) return 'all';
-  const prefixes: string[] = [];
+  const reach: { container?: string; conditions?: Condition[] }[] = [];
   for (const rule of principal.rules) {
     if (!rule.permissions.includes(permission)) continue;
-    if (rule.conditions?.length) {
-      // Conditions on ids are checked per row; container conditions narrow like containers.
-      const containerConds = rule.conditions.filter((c) => c.attribute === 'container');
-      if (containerConds.length === 0) return 'all';
-      prefixes.push(containerConds[0].value);
-    } else if (rule.container !== undefined) prefixes.push(rule.container);
+    // The same precedence as ruleMatches: conditions, then container, else everything.
+    if (rule.conditions && rule.conditions.length > 0) reach.push({ conditions: rule.conditions });
+    else if (rule.container !== undefined) reach.push({ container: rule.container });
     else return 'all';
   }
-  return prefixes;
+  return reach;
 }

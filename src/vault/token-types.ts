@@ -17,7 +17,7 @@ export type TokenTypeDefinition = {
 };
 
 export type CardView = { bin: string; last4: string; expiration_month?: number; expiration_year?: number; brand: string };
-export type BankView = { routing_number?: string; account_number_last4: string };
+export type BankView = { routing_number?: string; account_number_last4?: string };
 
 const PCI = '/pci/high/';
 const BANK = '/bank/high/';

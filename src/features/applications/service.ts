@@ -158,6 +158,26 @@ export function createApplicationService(deps: {
       notifier.invalidateLocal('auth');
     },
 
+    /**
+     * The principal an application acts as when Coffer calls on its behalf (a reactor's or
+     * proxy's configured application), or undefined if it is gone or expired.
+     */
+    async principalFor(tenantId: string, id: string): Promise<Principal | undefined> {
+      const app = await findApplication(db, tenantId, id);
+      if (!app) return undefined;
+      return {
+        kind: 'application',
+        tenantId,
+        actorId: app.id,
+        applicationId: app.id,
+        applicationType: app.type,
+        keyId: undefined,
+        permissions: app.permissions,
+        rules: app.rules,
+        expiresAt: app.expires_at ?? undefined,
+      };
+    },
+
     /** Deletes applications whose expires_at has passed (they stopped authenticating at that instant). */
     async sweepExpired(): Promise<number> {
       let deleted = 0;

@@ -36,7 +36,14 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
   }
 
   return {
-    async detokenize(principal: Principal, body: unknown, permission: 'token:read' | 'token:use' = 'token:read', at = 'body'): Promise<unknown> {
+    /** `maxTokens` bounds the distinct tokens one call may use (reactors: 100). */
+    async detokenize(
+      principal: Principal,
+      body: unknown,
+      permission: 'token:read' | 'token:use' = 'token:read',
+      at = 'body',
+      maxTokens?: number,
+    ): Promise<unknown> {
       const found: Found[] = [];
       collect(body, at, found, 0);
       if (found.length === 0) return body;
@@ -44,7 +51,11 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
       if (refs.length > limit) {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
       }
-      const views = await tokens.resolveForUse(principal, refs.map((r) => r.id), permission);
+      const ids = refs.map((r) => r.id);
+      if (maxTokens !== undefined && new Set(ids).size > maxTokens) {
+        throw ApiError.field(at, `${new Set(ids).size} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
+      }
+      const views = await tokens.resolveForUse(principal, ids, permission);
       for (const r of refs) {
         if (r.form === 'data' && views.get(r.id)!.data === undefined) {
           throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (its transform redacts it).`);

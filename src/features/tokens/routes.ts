@@ -3,10 +3,9 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { CursorPage, OffsetPage } from '../../http/pagination.ts';
-import { iso, problems } from '../../http/schemas.ts';
+import { problems } from '../../http/schemas.ts';
 import { CreateTokenBody, ListTokensQuery, ListTokensV2Query, SearchTokensBody, TokenId, TokenSchema, UpdateTokenBody } from './schema.ts';
-import type { BankView, CardView } from '../../vault/token-types.ts';
-import type { TokenService, TokenView } from './service.ts';
+import { presentToken, type TokenService } from './service.ts';
 
 const tags = ['tokens'];
 const Params = Type.Object({ id: TokenId });
@@ -17,7 +16,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
   r.post('/tokens', {
     config: { access: { permissions: ['token:create'] } },
     schema: { tags, summary: 'Create a token', body: CreateTokenBody, response: { 201: TokenSchema, ...problems(409) } },
-  }, async (request, reply) => reply.code(201).send(toTokenResponse(await tokens.create(principalOf(request), request.body))));
+  }, async (request, reply) => reply.code(201).send(presentToken(await tokens.create(principalOf(request), request.body))));
 
   r.post('/tokenize', {
     config: { access: { permissions: ['token:create'] } },
@@ -28,7 +27,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
       response: { 201: Type.Unknown(), ...problems(409) },
     },
   }, async (request, reply) => {
-    return reply.code(201).send(await tokens.tokenize(principalOf(request), request.body, toTokenResponse));
+    return reply.code(201).send(await tokens.tokenize(principalOf(request), request.body, presentToken));
   });
 
   r.get('/tokens', {
@@ -36,7 +35,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
     schema: { tags, summary: 'List tokens (offset pagination)', querystring: ListTokensQuery, response: { 200: OffsetPage(TokenSchema), ...problems() } },
   }, async (request) => {
     const page = await tokens.list(principalOf(request), request.query as never);
-    return { pagination: page.pagination, data: page.data.map(toTokenResponse) };
+    return { pagination: page.pagination, data: page.data.map(presentToken) };
   });
 
   r.get('/v2/tokens', {
@@ -44,7 +43,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
     schema: { tags, summary: 'List tokens (cursor pagination)', querystring: ListTokensV2Query, response: { 200: CursorPage(TokenSchema), ...problems() } },
   }, async (request) => {
     const page = await tokens.listV2(principalOf(request), request.query as never);
-    return { pagination: page.pagination, data: page.data.map(toTokenResponse) };
+    return { pagination: page.pagination, data: page.data.map(presentToken) };
   });
 
   r.post('/v2/tokens/search', {
@@ -52,13 +51,13 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
     schema: { tags, summary: 'Search tokens: field:value terms joined by AND/OR', body: SearchTokensBody, response: { 200: CursorPage(TokenSchema), ...problems() } },
   }, async (request) => {
     const page = await tokens.search(principalOf(request), request.body);
-    return { pagination: page.pagination, data: page.data.map(toTokenResponse) };
+    return { pagination: page.pagination, data: page.data.map(presentToken) };
   });
 
   r.get('/tokens/:id', {
     config: { access: { permissions: ['token:read'] } },
     schema: { tags, summary: 'Get a token', params: Params, response: { 200: TokenSchema, ...problems(404) } },
-  }, async (request) => toTokenResponse(await tokens.get(principalOf(request), request.params.id)));
+  }, async (request) => presentToken(await tokens.get(principalOf(request), request.params.id)));
 
   r.patch('/tokens/:id', {
     config: { access: { permissions: ['token:update'] } },
@@ -69,7 +68,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
       body: UpdateTokenBody,
       response: { 200: TokenSchema, ...problems(404, 415) },
     },
-  }, async (request) => toTokenResponse(await tokens.update(principalOf(request), request.params.id, request.body as never)));
+  }, async (request) => presentToken(await tokens.update(principalOf(request), request.params.id, request.body as never)));
 
   r.delete('/tokens/:id', {
     config: { access: { permissions: ['token:delete'] } },
@@ -78,30 +77,4 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
     await tokens.remove(principalOf(request), request.params.id);
     return reply.code(204).send(null);
   });
-}
-
-/** The response body of a token, field by field; `data` only when the transform shows it. */
-export function toTokenResponse(v: TokenView) {
-  const t = v.row;
-  const views = (t.views ?? {}) as { card?: CardView; bank?: BankView };
-  return {
-    id: t.id,
-    type: t.type,
-    tenant_id: t.tenant_id,
-    ...(v.data !== undefined ? { data: v.data } : {}),
-    containers: t.containers,
-    metadata: t.metadata,
-    ...(t.mask !== null ? { mask: JSON.parse(t.mask) } : {}),
-    fingerprint: t.fingerprint ?? undefined,
-    fingerprint_expression: t.fingerprint_expression ?? undefined,
-    search_indexes: t.search_indexes,
-    deduplicate_token: t.deduplicate_token,
-    ...(views.card ? { card: views.card } : {}),
-    ...(views.bank ? { bank: views.bank } : {}),
-    expires_at: iso(t.expires_at),
-    created_by: t.created_by ?? undefined,
-    created_at: t.created_at.toISOString(),
-    modified_by: t.modified_by ?? undefined,
-    modified_at: iso(t.modified_at),
-  };
 }

@@ -3,8 +3,11 @@ import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts';
 import { CursorQuery, OffsetQuery } from '../../http/pagination.ts';
 import { TOKEN_TYPE_NAMES } from '../../vault/token-types.ts';
 
-/** Caller-chosen ids: letters, digits, `_ - .`, so they can appear in detokenization expressions. */
-export const TokenId = Type.String({ pattern: '^[A-Za-z0-9_.-]{1,200}$', description: 'Token id (UUID, or caller-chosen)' });
+/**
+ * Caller-chosen ids: letters, digits, `_ - .`, so they can appear in detokenization expressions;
+ * never `.` or `..`, which URL normalisation turns into another path (no /tokens/{id} could reach them).
+ */
+export const TokenId = Type.String({ pattern: '^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,200}$', description: 'Token id (UUID, or caller-chosen)' });
 const Container = Type.String({ minLength: 1, maxLength: 500 });
 const Metadata = Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: 50 });
 const Expression = Type.String({ maxLength: 2000 });
@@ -64,7 +67,8 @@ export const TokenSchema = Type.Object({
     expiration_year: Type.Optional(Type.Integer()),
     brand: Type.String(),
   })),
-  bank: Type.Optional(Type.Object({ routing_number: Type.Optional(Type.String()), account_number_last4: Type.String() })),
+  // A routing-number token has no account number, and an account-number token no routing number.
+  bank: Type.Optional(Type.Object({ routing_number: Type.Optional(Type.String()), account_number_last4: Type.Optional(Type.String()) })),
   expires_at: Type.Optional(Timestamp),
   created_by: Type.Optional(Uuid),
   created_at: Timestamp,

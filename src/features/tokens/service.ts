@@ -2,17 +2,18 @@ import type { Database, Tx } from '../../db/database.ts';
 import { isUniqueViolation } from '../../db/database.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import type { Logger } from '../../logger.ts';
-import { accessTo, containerPrefixes } from '../../access/evaluate.ts';
+import { accessTo, reachOf } from '../../access/evaluate.ts';
 import type { Principal } from '../../access/principal.ts';
 import { isContainer, type Transform } from '../../access/rules.ts';
 import { evaluate, ExpressionError } from '../../expressions/index.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { iso } from '../../http/schemas.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
-import { TOKEN_TYPES } from '../../vault/token-types.ts';
+import { TOKEN_TYPES, type BankView, type CardView } from '../../vault/token-types.ts';
 import type { EventService } from '../events/service.ts';
 import type { Actor, LogService } from '../logs/service.ts';
 import { CreateTokenBody } from './schema.ts';
@@ -66,9 +67,6 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     const errors = new FieldErrorList();
     const data = type.validate(input.data, `${at}.data`, errors);
     const containers = input.containers ?? previous?.containers ?? [type.container];
-    containers.forEach((c, i) => {
-      if (!isContainer(c)) errors.add(`${at}.containers[${i}]`, 'must be a path of lowercase segments that starts and ends with "/", e.g. /pci/high/');
-    });
     const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) errors.add(`${at}.expires_at`, 'must be in the future');
     errors.throwIfAny();
@@ -135,13 +133,20 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
 
   async function createIn(principal: Principal, input: TokenInput, at: string, tx: Tx): Promise<TokenView> {
     const containers = input.containers ?? [TOKEN_TYPES[input.type].container];
+    checkContainers(containers, `${at}.containers`);
     const transform = permitted(principal, 'token:create', { id: input.id ?? '', containers });
     const { row, secret } = await prepare(principal, input, at);
     if (row.deduplicate_token && row.fingerprint) {
       await lockFingerprint(db, principal.tenantId, row.fingerprint, tx);
-      const existing = await findByFingerprint(db, principal.tenantId, row.type, row.fingerprint, tx);
+      // Only a token in the same containers: one elsewhere is not what the caller asked for, and
+      // answering with it (or a 403 for it) would tell a caller confined to one container
+      // whether a value exists in another.
+      const existing = await findByFingerprint(db, principal.tenantId, row.type, row.fingerprint, row.containers, tx);
       if (existing) return view(existing, permitted(principal, 'token:create', existing));
     }
+    // An expired token is gone from its expiry instant, so its id is free: finish that expiry
+    // now, as the sweep would, rather than answer 409 for a token no one can see.
+    if (input.id !== undefined) await finishExpiry(principal.tenantId, row.id, tx);
     let stored: TokenRow;
     try {
       stored = await db.transaction((t) => insertToken(db, principal.tenantId, row, t), tx);
@@ -154,20 +159,30 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     return view(stored, transform, secret);
   }
 
+  /** Deletes the token if it has expired, with its audit entry and token.expired event. */
+  async function finishExpiry(tenantId: string, id: string, tx: Tx): Promise<boolean> {
+    const gone = await deleteExpiredToken(db, tenantId, id, tx);
+    if (!gone) return false;
+    const system: Actor = { kind: 'system', tenantId };
+    await logs.record(system, { entityType: 'token', entityId: id, operation: 'expire', message: 'Token expired and was deleted' }, tx);
+    await events.emit(tenantId, 'token.expired', id, { id, type: gone.type }, tx);
+    return true;
+  }
+
   async function listFilter(principal: Principal, q: ListQuery): Promise<TokenFilter> {
     const metadata: Record<string, string> = {};
     for (const [key, value] of Object.entries(q)) if (key.startsWith('metadata.')) metadata[key.slice(9)] = value as string;
-    return { ids: q.id, types: q.type, container: q.container, fingerprint: q.fingerprint, metadata, prefixes: containerPrefixes(principal, 'token:read') };
+    return { ids: q.id, types: q.type, container: q.container, fingerprint: q.fingerprint, metadata, reach: reachOf(principal, 'token:read') };
   }
 
-  /** Rows the caller may read, each with its transform; rows excluded by id conditions drop out. */
-  async function readable(principal: Principal, rows: TokenRow[], permission = 'token:read'): Promise<TokenView[]> {
+  /** Rows with the transform the caller reads (or searches) them with; any the permission does not reach drop out. */
+  async function readable(principal: Principal, rows: TokenRow[], permission: 'token:read' | 'token:search' = 'token:read'): Promise<TokenView[]> {
     const out: TokenView[] = [];
     for (const row of rows) {
       const transform = accessTo(principal, permission, row);
       if (transform) out.push(await view(row, transform));
     }
-    await logReveals(principal, out, 'read');
+    await logReveals(principal, out, permission === 'token:search' ? 'search' : 'read');
     return out;
   }
 
@@ -178,12 +193,29 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     }
   }
 
-  async function cursorList(principal: Principal, f: TokenFilter, start: string | null | undefined, size: number, extra?: { sql: string; params: unknown[] }) {
-    const after = start ? decodeCursor(start, ['created_at', 'id']) : undefined;
-    if (after && Number.isNaN(Date.parse(after.created_at))) throw ApiError.field('query.start', 'is not a cursor returned by this endpoint');
+  /**
+   * One cursor page of the rows matching f (and the search condition), shown per `permission`,
+   * the permission f's reach was computed for. `startField` names the cursor
+   * in errors: `query.start` for listing, `body.start` for search.
+   */
+  async function cursorList(
+    principal: Principal,
+    f: TokenFilter,
+    page: { start: string | null | undefined; size: number; startField: string; permission: 'token:read' | 'token:search' },
+    extra?: { sql: string; params: unknown[] },
+  ) {
+    const { start, size, startField, permission } = page;
+    const badCursor = () => ApiError.field(startField, 'is not a cursor returned by this endpoint');
+    let after: Record<string, string> | undefined;
+    try {
+      after = start ? decodeCursor(start, ['created_at', 'id']) : undefined;
+    } catch {
+      throw badCursor();
+    }
+    if (after && Number.isNaN(Date.parse(after.created_at))) throw badCursor();
     const rows = await listTokensAfter(db, principal.tenantId, f, after as { created_at: string; id: string } | undefined, size + 1, extra);
-    const page = cursorPage(rows, size, (last) => ({ created_at: last.created_at.toISOString(), id: last.id }));
-    return { pagination: page.pagination, data: await readable(principal, page.data) };
+    const result = cursorPage(rows, size, (last) => ({ created_at: last.created_at.toISOString(), id: last.id }));
+    return { pagination: result.pagination, data: await readable(principal, result.data, permission) };
   }
 
   return {
@@ -232,7 +264,7 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     },
 
     async listV2(principal: Principal, q: ListQuery & { start?: string; size: number }) {
-      return cursorList(principal, await listFilter(principal, q), q.start, q.size);
+      return cursorList(principal, await listFilter(principal, q), { start: q.start, size: q.size, startField: 'query.start', permission: 'token:read' });
     },
 
     async search(principal: Principal, body: { query: string; start?: string | null; size: number }) {
@@ -244,15 +276,24 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
         throw err;
       }
       const hashed = await mapTerms(tree, async (field, value) => (field === 'data' ? vault.hmac(principal.tenantId, 'search', value) : value));
-      const filter: TokenFilter = { ids: [], types: [], metadata: {}, prefixes: containerPrefixes(principal, 'token:search') };
-      return cursorList(principal, filter, body.start, body.size, searchCondition(hashed));
+      const filter: TokenFilter = { ids: [], types: [], metadata: {}, reach: reachOf(principal, 'token:search') };
+      // Results are shown per token:search, the permission that chose them: a key may search a
+      // container it cannot read with token:read.
+      return cursorList(principal, filter, { start: body.start, size: body.size, startField: 'body.start', permission: 'token:search' }, searchCondition(hashed));
     },
 
     async update(principal: Principal, id: string, patch: TokenPatch): Promise<TokenView> {
       return db.transaction(async (tx) => {
         const current = await findToken(db, principal.tenantId, id, tx, true);
         if (!current) throw ApiError.notFound('token');
-        permitted(principal, 'token:update', current);
+        const access = permitted(principal, 'token:update', current);
+        // Masks, fingerprints and search values are computed from the plaintext, so whoever
+        // redefines them can read it back (a mask of `{{ data }}`, or a digit at a time through
+        // fingerprints or search): changing them takes reveal on the token, not just update.
+        if (access !== 'reveal' && redefinesExpressions(patch, current)) {
+          throw ApiError.forbidden(`Changing the mask, fingerprint_expression or search_indexes of token ${id} needs token:update with the reveal transform.`);
+        }
+        if (patch.containers) checkContainers(patch.containers, 'body.containers');
         const transform = permitted(principal, 'token:update', { id, containers: patch.containers ?? current.containers });
         const secret = await open(current);
         const data = patch.data === undefined ? secret.data : applyMergePatch(secret.data, patch.data);
@@ -310,14 +351,7 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     async sweepExpired(): Promise<number> {
       let deleted = 0;
       for (const t of await findExpiredTokensAcrossTenants(db, 1000)) {
-        const gone = await db.transaction(async (tx) => {
-          if (!(await deleteExpiredToken(db, t.tenant_id, t.id, tx))) return false;
-          const system: Actor = { kind: 'system', tenantId: t.tenant_id };
-          await logs.record(system, { entityType: 'token', entityId: t.id, operation: 'expire', message: 'Token expired and was deleted' }, tx);
-          await events.emit(t.tenant_id, 'token.expired', t.id, { id: t.id, type: t.type }, tx);
-          return true;
-        });
-        if (gone) deleted++;
+        if (await db.transaction((tx) => finishExpiry(t.tenant_id, t.id, tx))) deleted++;
       }
       if (deleted) log.info({ deleted }, 'expired tokens deleted');
       return deleted;
@@ -326,6 +360,23 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
 }
 
 const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
+
+/** Checked before any permission check, so a malformed container is a 400, never a 403. */
+function checkContainers(containers: string[], at: string): void {
+  const errors = new FieldErrorList();
+  containers.forEach((c, i) => {
+    if (!isContainer(c)) errors.add(`${at}[${i}]`, 'must be a path of lowercase segments that starts and ends with "/", e.g. /pci/high/');
+  });
+  errors.throwIfAny();
+}
+
+function redefinesExpressions(patch: TokenPatch, row: TokenRow): boolean {
+  return (
+    (patch.mask !== undefined && JSON.stringify(patch.mask) !== (row.mask ?? 'null')) ||
+    (patch.fingerprint_expression !== undefined && patch.fingerprint_expression !== row.fingerprint_expression) ||
+    (patch.search_indexes !== undefined && JSON.stringify(patch.search_indexes) !== JSON.stringify(row.search_indexes))
+  );
+}
 
 function isTokenRequest(node: unknown): boolean {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return false;
@@ -362,4 +413,30 @@ function text(value: unknown): string {
 
 function eventPayload(row: TokenRow): Record<string, unknown> {
   return { id: row.id, type: row.type, containers: row.containers };
+}
+
+/** The response body of a token, field by field; `data` only when the transform shows it. */
+export function presentToken(v: TokenView) {
+  const t = v.row;
+  const views = (t.views ?? {}) as { card?: CardView; bank?: BankView };
+  return {
+    id: t.id,
+    type: t.type,
+    tenant_id: t.tenant_id,
+    ...(v.data !== undefined ? { data: v.data } : {}),
+    containers: t.containers,
+    metadata: t.metadata,
+    ...(t.mask !== null ? { mask: JSON.parse(t.mask) } : {}),
+    fingerprint: t.fingerprint ?? undefined,
+    fingerprint_expression: t.fingerprint_expression ?? undefined,
+    search_indexes: t.search_indexes,
+    deduplicate_token: t.deduplicate_token,
+    ...(views.card ? { card: views.card } : {}),
+    ...(views.bank ? { bank: views.bank } : {}),
+    expires_at: iso(t.expires_at),
+    created_by: t.created_by ?? undefined,
+    created_at: t.created_at.toISOString(),
+    modified_by: t.modified_by ?? undefined,
+    modified_at: iso(t.modified_at),
+  };
 }

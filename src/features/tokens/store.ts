@@ -1,3 +1,4 @@
+import type { TokenReach } from '../../access/evaluate.ts';
 import type { Database, Tx } from '../../db/database.ts';
 
 export type TokenRow = {
@@ -61,10 +62,12 @@ export async function findTokens(db: Database, tenantId: string, ids: string[]):
   return db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND id = ANY($2::text[]) AND ${LIVE}`, [tenantId, ids]);
 }
 
-export async function findByFingerprint(db: Database, tenantId: string, type: string, fingerprint: string, tx?: Tx): Promise<TokenRow | undefined> {
+/** The oldest live token of this type and fingerprint in exactly these containers (in any order). */
+export async function findByFingerprint(db: Database, tenantId: string, type: string, fingerprint: string, containers: string[], tx?: Tx): Promise<TokenRow | undefined> {
   return db.one<TokenRow>(
-    `SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND type = $2 AND fingerprint = $3 AND ${LIVE} ORDER BY created_at LIMIT 1`,
-    [tenantId, type, fingerprint],
+    `SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND type = $2 AND fingerprint = $3 AND containers @> $4::text[] AND containers <@ $4::text[]
+       AND ${LIVE} ORDER BY created_at LIMIT 1`,
+    [tenantId, type, fingerprint, containers],
     tx,
   );
 }
@@ -84,8 +87,8 @@ export type TokenFilter = {
   container?: string;
   fingerprint?: string;
   metadata: Record<string, string>;
-  /** Container prefixes the caller may list, or 'all'. */
-  prefixes: string[] | 'all';
+  /** The tokens the caller's permission reaches. */
+  reach: TokenReach;
 };
 
 function where(tenantId: string, f: TokenFilter): { sql: string; params: unknown[] } {
@@ -97,8 +100,18 @@ function where(tenantId: string, f: TokenFilter): { sql: string; params: unknown
   if (f.container) parts.push(`${p(f.container)} = ANY(containers)`);
   if (f.fingerprint) parts.push(`fingerprint = ${p(f.fingerprint)}`);
   if (Object.keys(f.metadata).length) parts.push(`metadata @> ${p(JSON.stringify(f.metadata))}::jsonb`);
-  if (f.prefixes !== 'all') {
-    parts.push(`EXISTS (SELECT 1 FROM unnest(containers) c, unnest(${p(f.prefixes)}::text[]) pre WHERE starts_with(c, pre))`);
+  if (f.reach !== 'all') {
+    const underContainer = (prefix: string) => `EXISTS (SELECT 1 FROM unnest(containers) c WHERE starts_with(c, ${p(prefix)}))`;
+    const rules = f.reach.map((r) => {
+      if (!r.conditions) return underContainer(r.container!);
+      return r.conditions
+        .map((c) => {
+          if (c.attribute === 'id') return c.operator === 'equals' ? `id = ${p(c.value)}` : `starts_with(id, ${p(c.value)})`;
+          return c.operator === 'equals' ? `${p(c.value)} = ANY(containers)` : underContainer(c.value);
+        })
+        .join(' AND ');
+    });
+    parts.push(rules.length ? `((${rules.join(') OR (')}))` : 'false');
   }
   return { sql: parts.join(' AND '), params };
 }
@@ -139,12 +152,13 @@ export async function listTokensAfter(
 }
 
 /** The expiry sweep works across tenants; each deletion is tenant-scoped. */
-export async function findExpiredTokensAcrossTenants(db: Database, limit: number): Promise<{ tenant_id: string; id: string; type: string }[]> {
-  return db.query(`SELECT tenant_id, id, type FROM tokens WHERE expires_at <= now() ORDER BY expires_at LIMIT $1`, [limit]);
+export async function findExpiredTokensAcrossTenants(db: Database, limit: number): Promise<{ tenant_id: string; id: string }[]> {
+  return db.query(`SELECT tenant_id, id FROM tokens WHERE expires_at <= now() ORDER BY expires_at LIMIT $1`, [limit]);
 }
 
-export async function deleteExpiredToken(db: Database, tenantId: string, id: string, tx?: Tx): Promise<boolean> {
-  return (await db.query(`DELETE FROM tokens WHERE tenant_id = $1 AND id = $2 AND expires_at <= now() RETURNING id`, [tenantId, id], tx)).length > 0;
+/** Deletes the token only if it has expired; returns what it deleted. */
+export async function deleteExpiredToken(db: Database, tenantId: string, id: string, tx?: Tx): Promise<{ id: string; type: string } | undefined> {
+  return db.one(`DELETE FROM tokens WHERE tenant_id = $1 AND id = $2 AND expires_at <= now() RETURNING id, type`, [tenantId, id], tx);
 }
 
 /** Compiles a parsed search (data values already hashed) to a parameterised condition. */

@@ -1,0 +1,367 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { call, createApplication, createOtherTenant } from '../helpers/http.ts';
+import { assertAuthCases } from '../helpers/security.ts';
+import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
+
+/** GET /tokens, GET /v2/tokens and POST /v2/tokens/search: filters, paging, container scoping, tenants, HMAC-only search values. */
+
+const YEAR = new Date().getUTCFullYear() + 1;
+const VISA = '4242424242424242';
+const VISA_2 = '4000002500003155';
+const MASTERCARD = '5454545454545454';
+const AMEX = '371449635398431';
+const ACCOUNT = '7712345678';
+
+type Token = { id: string; type: string; containers: string[]; fingerprint?: string; metadata: Record<string, string>; data?: unknown };
+const ids = (list: Token[]) => list.map((t) => t.id);
+const sorted = (list: string[]) => [...list].sort();
+
+describe('token listing and search', () => {
+  let server: TestServer;
+  let sql: pg.Client;
+  let admin: string;
+  let other: { key: string; tenantId: string };
+  /** The fixture: every token of the tenant, by name. */
+  const t: Record<string, Token> = {};
+  const all: Token[] = [];
+
+  async function make(key: string, body: Record<string, unknown>): Promise<Token> {
+    const res = await call(server, 'POST', '/tokens', { key, body });
+    assert.equal(res.status, 201, res.text);
+    return res.body;
+  }
+  const list = (path: string, key = admin) => call(server, 'GET', path, { key });
+  const search = (body: Record<string, unknown>, key = admin) => call(server, 'POST', '/v2/tokens/search', { key, body });
+  async function found(query: string, key = admin): Promise<string[]> {
+    const res = await search({ query, size: 100 }, key);
+    assert.equal(res.status, 200, `${query}: ${res.text}`);
+    assert.equal(res.body.pagination.next, undefined);
+    return sorted(ids(res.body.data));
+  }
+
+  before(async () => {
+    server = await startTestServer({ WORKERS: '0' });
+    sql = new pg.Client({ connectionString: server.config.databaseUrl });
+    await sql.connect();
+    rememberSecret(VISA, VISA_2, MASTERCARD, AMEX, ACCOUNT);
+    admin = (await createApplication(server, {
+      name: 'admin',
+      type: 'private',
+      rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:search', 'token:update'] }],
+    })).key;
+    const last4 = ['{{ data.number | last4 }}'];
+    const entries: [string, Record<string, unknown>][] = [
+      ['visa', { id: 'visa-1', type: 'card', data: { number: VISA, expiration_month: 1, expiration_year: YEAR }, metadata: { customer: 'c-1', note: 'hello world' }, search_indexes: [...last4, '{{ data.number }}'] }],
+      ['visaLow', { type: 'card', data: { number: VISA_2, expiration_month: 2, expiration_year: YEAR }, containers: ['/pci/low/'], metadata: { customer: 'c-2' }, search_indexes: last4 }],
+      ['master', { type: 'card', data: { number: MASTERCARD }, metadata: { customer: 'c-1', tier: 'gold' }, search_indexes: last4 }],
+      ['visaAgain', { type: 'card', data: { number: VISA, expiration_month: 3, expiration_year: YEAR }, metadata: { customer: 'c-3' } }],
+      ['amexNumber', { type: 'card_number', data: AMEX, metadata: { customer: 'c-2' }, search_indexes: ['{{ data | last4 }}'] }],
+      ['account', { type: 'us_bank_account_number', data: ACCOUNT, metadata: { customer: 'c-1' }, search_indexes: ['{{ data | last4 }}'] }],
+      ['general', { type: 'token', data: { any: 'json' }, metadata: { 'with space': 'yes' } }],
+    ];
+    for (const [name, body] of entries) {
+      t[name] = await make(admin, body);
+      all.push(t[name]);
+    }
+
+    const o = await createOtherTenant(server);
+    const otherKey = (await createApplication(server, {
+      name: 'other',
+      type: 'private',
+      rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:search'] }],
+    }, o.api_key)).key;
+    other = { key: otherKey, tenantId: o.tenant_id };
+    // The other tenant has look-alikes of everything: same id, number, metadata, search values.
+    await make(otherKey, { id: 'visa-1', type: 'card', data: { number: VISA }, metadata: { customer: 'c-1', note: 'hello world' }, search_indexes: last4 });
+    await make(otherKey, { type: 'card_number', data: AMEX, metadata: { customer: 'c-2' }, search_indexes: ['{{ data | last4 }}'] });
+  });
+  after(async () => {
+    await sql.end();
+    await server.stop();
+  });
+
+  describe('GET /tokens', () => {
+    it('lists the tenant\'s tokens in creation order with offset pagination', async () => {
+      const res = await list('/tokens');
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body.pagination, { total_items: all.length, page_number: 1, page_size: 20, total_pages: 1 });
+      assert.deepEqual(ids(res.body.data), ids(all));
+      assert.deepEqual(res.body.data[0].data.number, VISA, 'each item is shown with the caller\'s transform');
+
+      const page2 = await list('/tokens?size=3&page=2');
+      assert.deepEqual(page2.body.pagination, { total_items: all.length, page_number: 2, page_size: 3, total_pages: 3 });
+      assert.deepEqual(ids(page2.body.data), ids(all.slice(3, 6)));
+      const beyond = await list('/tokens?size=3&page=9');
+      assert.deepEqual(beyond.body.data, []);
+    });
+
+    it('filters by id (repeatable), type (repeatable), container, fingerprint and metadata, combined with AND', async () => {
+      const q = async (query: string) => {
+        const res = await list(`/tokens?${query}`);
+        assert.equal(res.status, 200, `${query}: ${res.text}`);
+        assert.equal(res.body.pagination.total_items, res.body.data.length);
+        return sorted(ids(res.body.data));
+      };
+      assert.deepEqual(await q(`id=visa-1&id=${t.master.id}`), sorted(['visa-1', t.master.id]));
+      assert.deepEqual(await q('id=visa-1'), ['visa-1']);
+      assert.deepEqual(await q('type=card'), sorted(ids([t.visa, t.visaLow, t.master, t.visaAgain])));
+      assert.deepEqual(await q('type=card_number&type=token'), sorted(ids([t.amexNumber, t.general])));
+      assert.deepEqual(await q(`container=${encodeURIComponent('/pci/low/')}`), [t.visaLow.id]);
+      assert.deepEqual(await q(`container=${encodeURIComponent('/bank/high/')}`), [t.account.id]);
+      assert.deepEqual(await q(`container=${encodeURIComponent('/pci/')}`), [], 'container filters match whole containers');
+      assert.deepEqual(await q(`fingerprint=${encodeURIComponent(t.visa.fingerprint!)}`), sorted(ids([t.visa, t.visaAgain])));
+      assert.deepEqual(await q('metadata.customer=c-1'), sorted(ids([t.visa, t.master, t.account])));
+      assert.deepEqual(await q('metadata.customer=c-1&metadata.tier=gold'), [t.master.id]);
+      assert.deepEqual(await q('metadata.with%20space=yes'), [t.general.id]);
+      assert.deepEqual(await q('metadata.customer=c-1&type=card'), sorted(ids([t.visa, t.master])));
+      assert.deepEqual(await q('metadata.customer=nobody'), []);
+      assert.deepEqual(await q('id=no-such-token'), []);
+    });
+
+    it('rejects unknown parameters and bad sizes or pages', async () => {
+      for (const query of ['size=0', 'size=101', 'size=abc', 'page=0', 'page=-1', 'colour=red', 'type=passport', 'id=bad%20id', 'metadata=x', 'metadata.=x']) {
+        const res = await list(`/tokens?${query}`);
+        assert.equal(res.status, 400, `${query}: ${res.text}`);
+        assert.ok(res.body.errors, query);
+      }
+      assert.ok((await list('/tokens?colour=red')).body.errors['query.colour']);
+    });
+
+    it('lists only tokens in containers the key may read, and counts only those', async () => {
+      const pci = (await createApplication(server, {
+        name: 'pci reader',
+        type: 'private',
+        rules: [{ priority: 1, container: '/pci/', transform: 'mask', permissions: ['token:read'] }],
+      })).key;
+      const res = await list('/tokens', pci);
+      assert.equal(res.status, 200);
+      assert.deepEqual(ids(res.body.data), ids([t.visa, t.visaLow, t.master, t.visaAgain, t.amexNumber]));
+      assert.equal(res.body.pagination.total_items, 5);
+      assert.equal(res.body.data[0].data.number, '424242XXXXXX4242');
+      const lowOnly = (await createApplication(server, {
+        name: 'low reader',
+        type: 'private',
+        rules: [{ priority: 1, container: '/pci/low/', transform: 'reveal', permissions: ['token:read'] }],
+      })).key;
+      assert.deepEqual(ids((await list('/tokens', lowOnly)).body.data), [t.visaLow.id]);
+    });
+
+    it('never lists another tenant\'s tokens', async () => {
+      const res = await list('/tokens', other.key);
+      assert.equal(res.body.pagination.total_items, 2);
+      for (const token of res.body.data) assert.equal(token.tenant_id, other.tenantId);
+      const mine = await list('/tokens?id=visa-1');
+      assert.equal(mine.body.data.length, 1);
+      assert.equal(mine.body.data[0].tenant_id, server.tenantId);
+    });
+
+    it('security', async () => {
+      await assertAuthCases(server, { method: 'GET', path: '/tokens', permissions: ['token:read'], type: 'private' });
+    });
+  });
+
+  describe('GET /v2/tokens', () => {
+    it('pages through 30 tokens with size 10, visiting each exactly once', async () => {
+      const batch: string[] = [];
+      for (let i = 0; i < 30; i++) batch.push((await make(admin, { type: 'token', data: `item ${i}`, metadata: { batch: 'paging' } })).id);
+      const seen: string[] = [];
+      let start: string | undefined;
+      let pages = 0;
+      do {
+        const res = await list(`/v2/tokens?metadata.batch=paging&size=10${start ? `&start=${encodeURIComponent(start)}` : ''}`);
+        assert.equal(res.status, 200, res.text);
+        assert.equal(res.body.pagination.page_size, 10);
+        seen.push(...ids(res.body.data));
+        start = res.body.pagination.next;
+        pages++;
+      } while (start && pages < 10);
+      assert.equal(pages, 3);
+      assert.deepEqual(seen, batch, 'every token once, in creation order');
+
+      // Without filters the paging covers the whole tenant, also exactly once.
+      const everything: string[] = [];
+      start = undefined;
+      do {
+        const res = await list(`/v2/tokens?size=7${start ? `&start=${encodeURIComponent(start)}` : ''}`);
+        everything.push(...ids(res.body.data));
+        start = res.body.pagination.next;
+      } while (start);
+      assert.equal(everything.length, all.length + 30);
+      assert.equal(new Set(everything).size, everything.length);
+    });
+
+    it('takes the same filters', async () => {
+      const res = await list(`/v2/tokens?type=card&metadata.customer=c-1&container=${encodeURIComponent('/pci/high/')}`);
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(sorted(ids(res.body.data)), sorted(ids([t.visa, t.master])));
+      const byFingerprint = await list(`/v2/tokens?fingerprint=${encodeURIComponent(t.visa.fingerprint!)}&id=${t.visaAgain.id}`);
+      assert.deepEqual(ids(byFingerprint.body.data), [t.visaAgain.id]);
+    });
+
+    it('rejects bad cursors, sizes and unknown parameters', async () => {
+      const forged = Buffer.from(JSON.stringify({ created_at: 'yesterday', id: 'x' })).toString('base64url');
+      const wrongShape = Buffer.from(JSON.stringify({ offset: 5 })).toString('base64url');
+      for (const query of ['start=garbage', `start=${forged}`, `start=${wrongShape}`, 'start=', 'size=0', 'size=101', 'size=ten', 'page=2', 'colour=red']) {
+        const res = await list(`/v2/tokens?${query}`);
+        assert.equal(res.status, 400, `${query}: ${res.text}`);
+      }
+      assert.ok((await list('/v2/tokens?start=garbage')).body.errors['query.start']);
+    });
+
+    it('lists only readable containers and only the tenant\'s tokens', async () => {
+      const bank = (await createApplication(server, {
+        name: 'bank reader',
+        type: 'private',
+        rules: [{ priority: 1, container: '/bank/', transform: 'mask', permissions: ['token:read'] }],
+      })).key;
+      const res = await list('/v2/tokens', bank);
+      assert.deepEqual(ids(res.body.data), [t.account.id]);
+      assert.equal(res.body.data[0].data, 'XXXXXX5678');
+      const theirs = await list('/v2/tokens?size=100', other.key);
+      assert.equal(theirs.body.data.length, 2);
+      for (const token of theirs.body.data) assert.equal(token.tenant_id, other.tenantId);
+    });
+
+    it('security', async () => {
+      await assertAuthCases(server, { method: 'GET', path: '/v2/tokens', permissions: ['token:read'], type: 'private' });
+    });
+  });
+
+  describe('POST /v2/tokens/search', () => {
+    it('finds by id, type, container, fingerprint and metadata', async () => {
+      assert.deepEqual(await found('id:visa-1'), ['visa-1']);
+      assert.deepEqual(await found('type:card_number'), [t.amexNumber.id]);
+      assert.deepEqual(await found('container:/pci/low/'), [t.visaLow.id]);
+      assert.deepEqual(await found(`fingerprint:${t.visa.fingerprint}`), sorted(ids([t.visa, t.visaAgain])));
+      assert.deepEqual(await found('metadata.customer:c-2'), sorted(ids([t.visaLow, t.amexNumber])));
+      assert.deepEqual(await found('metadata.customer:nobody'), []);
+      assert.deepEqual(await found('type:bank'), []);
+    });
+
+    it('finds by search index values, with data: or as a bare term', async () => {
+      assert.deepEqual(await found('data:4242'), [t.visa.id], 'visaAgain has the same number but no search index');
+      assert.deepEqual(await found('4242'), [t.visa.id]);
+      assert.deepEqual(await found('data:3155'), [t.visaLow.id]);
+      assert.deepEqual(await found('data:8431'), [t.amexNumber.id]);
+      assert.deepEqual(await found('data:5678'), [t.account.id]);
+      assert.deepEqual(await found(`data:${VISA}`), [t.visa.id]);
+      assert.deepEqual(await found('data:424242'), [], 'exact values only, no prefixes');
+      assert.deepEqual(await found('data:9999'), []);
+    });
+
+    it('joins terms with AND / OR (AND binds tighter) and parentheses; values may be quoted', async () => {
+      assert.deepEqual(await found('type:card AND metadata.customer:c-1'), sorted(ids([t.visa, t.master])));
+      assert.deepEqual(await found('metadata.customer:c-2 OR metadata.tier:gold'), sorted(ids([t.visaLow, t.amexNumber, t.master])));
+      assert.deepEqual(await found('type:card AND (metadata.customer:c-2 OR metadata.customer:c-3)'), sorted(ids([t.visaLow, t.visaAgain])));
+      // Without the parentheses AND binds first: (type:card AND c-2) OR c-3 — the same here, so check a case where it differs.
+      assert.deepEqual(await found('type:card_number AND metadata.customer:c-2 OR metadata.customer:c-3'), sorted(ids([t.amexNumber, t.visaAgain])));
+      assert.deepEqual(await found('type:card_number AND (metadata.customer:c-2 OR metadata.customer:c-3)'), [t.amexNumber.id]);
+      assert.deepEqual(await found('metadata.note:"hello world"'), ['visa-1']);
+      assert.deepEqual(await found('"4242" AND type:card'), [t.visa.id]);
+      assert.deepEqual(await found('data:"5454" OR data:5678'), sorted(ids([t.master, t.account])));
+    });
+
+    it('a malformed query is a 400 on body.query', async () => {
+      for (const query of ['type:card AND', '(type:card', 'type:card)', 'type:card type:bank', 'colour:red', 'metadata.:x', '"unterminated', 'type:', 'AND', 'type:card and id:x']) {
+        const res = await search({ query });
+        assert.equal(res.status, 400, `${query}: ${res.text}`);
+        assert.ok(res.body.errors?.['body.query'], `${query}: ${res.text}`);
+      }
+      const fifty = Array.from({ length: 50 }, (_, i) => `id:x${i}`).join(' OR ');
+      assert.equal((await search({ query: fifty })).status, 200);
+      const tooMany = await search({ query: `${fifty} OR id:x50` });
+      assert.equal(tooMany.status, 400);
+      assert.ok(tooMany.body.errors['body.query']);
+      const empty = await search({ query: '' });
+      assert.equal(empty.status, 400);
+      assert.ok(empty.body.errors['body.query']);
+    });
+
+    it('pages with start and size; bad values are 400s', async () => {
+      const first = await search({ query: 'type:card', size: 3 });
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.data.length, 3);
+      assert.ok(first.body.pagination.next);
+      const second = await search({ query: 'type:card', size: 3, start: first.body.pagination.next });
+      assert.equal(second.body.data.length, 1);
+      assert.equal(second.body.pagination.next, undefined);
+      assert.deepEqual(sorted([...ids(first.body.data), ...ids(second.body.data)]), sorted(ids([t.visa, t.visaLow, t.master, t.visaAgain])));
+      for (const body of [{ query: 'type:card', size: 0 }, { query: 'type:card', size: 101 }, { query: 'type:card', start: 'garbage' }, { size: 5 }]) {
+        const res = await search(body);
+        assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+      }
+      const badStart = await search({ query: 'type:card', start: 'garbage' });
+      assert.ok(badStart.body.errors['body.start'], badStart.text);
+    });
+
+    it('never matches another tenant\'s tokens, even with equal ids, metadata and search values', async () => {
+      assert.deepEqual(await found('id:visa-1 OR data:8431 OR metadata.customer:c-2'), sorted(['visa-1', t.amexNumber.id, t.visaLow.id]));
+      const res = await search({ query: 'id:visa-1 OR data:4242 OR data:8431', size: 100 }, other.key);
+      assert.equal(res.body.data.length, 2);
+      for (const token of res.body.data) assert.equal(token.tenant_id, other.tenantId);
+      assert.ok(!res.body.data.some((x: Token) => x.id === t.amexNumber.id));
+    });
+
+    it('searches only containers where the key holds token:search, showing data per that rule', async () => {
+      const bankSearcher = (await createApplication(server, {
+        name: 'bank searcher',
+        type: 'private',
+        rules: [{ priority: 1, container: '/bank/', transform: 'mask', permissions: ['token:search'] }],
+      })).key;
+      assert.deepEqual(await found('metadata.customer:c-1', bankSearcher), [t.account.id]);
+      const res = await search({ query: 'data:5678' }, bankSearcher);
+      assert.equal(res.body.data[0].data, 'XXXXXX5678');
+      // token:search alone (plain permission) finds everything and shows the mask.
+      const plain = (await createApplication(server, { name: 'searcher', type: 'private', permissions: ['token:search'] })).key;
+      assert.deepEqual(await found('metadata.customer:c-1', plain), sorted(ids([t.visa, t.master, t.account])));
+      const masked = await search({ query: 'id:visa-1' }, plain);
+      assert.equal(masked.body.data[0].data.number, '424242XXXXXX4242');
+    });
+
+    it('search index values are stored only as keyed HMACs', async () => {
+      const { rows } = await sql.query('SELECT search_indexes, search_hashes FROM tokens WHERE tenant_id = $1 AND id = $2', [server.tenantId, 'visa-1']);
+      assert.deepEqual(rows[0].search_indexes, ['{{ data.number | last4 }}', '{{ data.number }}']);
+      assert.equal(rows[0].search_hashes.length, 2);
+      for (const h of rows[0].search_hashes) {
+        assert.match(h, /^[\w-]{43}$/);
+        assert.ok(!h.includes('4242'));
+      }
+      const everything = await sql.query('SELECT search_hashes::text AS h FROM tokens');
+      for (const { h } of everything.rows) for (const plain of [VISA, VISA_2, MASTERCARD, AMEX, ACCOUNT, '4242', '3155', '8431', '5678']) assert.ok(!h.includes(plain));
+      // Keyed per tenant: the same value hashes differently in the other tenant.
+      const theirs = await sql.query('SELECT search_hashes FROM tokens WHERE tenant_id = $1 AND id = $2', [other.tenantId, 'visa-1']);
+      assert.ok(!rows[0].search_hashes.includes(theirs.rows[0].search_hashes[0]));
+    });
+
+    it('revealed search results are audit-logged', async () => {
+      const res = await search({ query: `id:${t.master.id}` });
+      assert.equal(res.body.data[0].data.number, MASTERCARD);
+      const logs = await call(server, 'GET', `/logs?entity_type=token&entity_id=${t.master.id}`, { key: server.key });
+      assert.ok(logs.body.data.some((e: { operation: string }) => e.operation === 'search'), logs.text);
+    });
+
+    it('follows updates: the new values are found, the old ones no longer; deleted tokens never', async () => {
+      rememberSecret('6011000990139424', '6011111111111117');
+      const moving = await make(admin, { type: 'card_number', data: '6011000990139424', search_indexes: ['{{ data | last4 }}'], metadata: { phase: 'one' } });
+      assert.deepEqual(await found('data:9424'), [moving.id]);
+      const res = await call(server, 'PATCH', `/tokens/${moving.id}`, {
+        key: admin,
+        body: { data: '6011111111111117', metadata: { phase: 'two' } },
+        contentType: 'application/merge-patch+json',
+      });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(await found('data:9424'), []);
+      assert.deepEqual(await found('data:1117 AND metadata.phase:two'), [moving.id]);
+      assert.deepEqual(await found('metadata.phase:one'), []);
+      const gone = await call(server, 'DELETE', `/tokens/${moving.id}`, { key: (await createApplication(server, { name: 'deleter', type: 'private', permissions: ['token:delete'] })).key });
+      assert.equal(gone.status, 204);
+      assert.deepEqual(await found('data:1117'), []);
+    });
+
+    it('security', async () => {
+      await assertAuthCases(server, { method: 'POST', path: '/v2/tokens/search', permissions: ['token:search'], type: 'private', body: { query: 'type:card' } });
+    });
+  });
+});

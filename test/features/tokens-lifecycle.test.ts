@@ -1,0 +1,267 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { call, createApplication } from '../helpers/http.ts';
+import { assertAuthCases } from '../helpers/security.ts';
+import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
+
+/** GET, PATCH and DELETE /tokens/{id}, and the audit trail of a token's life. */
+
+const YEAR = new Date().getUTCFullYear() + 2;
+const VISA = '4012888888881881';
+const MASTERCARD = '5105105105105100';
+const ACCOUNT = '661234567890';
+const MERGE = 'application/merge-patch+json';
+
+describe('token lifecycle', () => {
+  let server: TestServer;
+  let sql: pg.Client;
+  /** Every token permission, with reveal: sees and changes everything. */
+  let owner: { id: string; key: string };
+  /** Plain permissions: masked. */
+  let masked: string;
+
+  const get = (id: string, key = owner.key) => call(server, 'GET', `/tokens/${id}`, { key });
+  const patch = (id: string, body: unknown, key = owner.key, contentType = MERGE) => call(server, 'PATCH', `/tokens/${id}`, { key, body, contentType });
+  async function card(extra: Record<string, unknown> = {}, key = owner.key) {
+    const res = await call(server, 'POST', '/tokens', {
+      key,
+      body: { type: 'card', data: { number: VISA, expiration_month: 5, expiration_year: YEAR, cvc: '456' }, ...extra },
+    });
+    assert.equal(res.status, 201, res.text);
+    return res.body;
+  }
+
+  before(async () => {
+    server = await startTestServer({ WORKERS: '0' });
+    sql = new pg.Client({ connectionString: server.config.databaseUrl });
+    await sql.connect();
+    rememberSecret(VISA, MASTERCARD, ACCOUNT);
+    const all = ['token:create', 'token:read', 'token:update', 'token:delete'];
+    owner = await createApplication(server, { name: 'owner', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: all }] });
+    masked = (await createApplication(server, { name: 'masked', type: 'private', permissions: all })).key;
+  });
+  after(async () => {
+    await sql.end();
+    await server.stop();
+  });
+
+  describe('GET /tokens/{id}', () => {
+    it('returns the token with its fields', async () => {
+      const t = await card({ metadata: { customer: 'c-1' } });
+      const res = await get(t.id);
+      assert.equal(res.status, 200);
+      assert.deepEqual(res.body, t, 'what create returned is what get returns (both reveal)');
+    });
+
+    it('404 for an unknown id, 400 for an id that cannot exist', async () => {
+      const res = await get('no-such-token');
+      assert.equal(res.status, 404);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.equal((await get('bad%20id')).status, 400);
+    });
+
+    it('403 when the key has no token:read on the token\'s container', async () => {
+      const bankOnly = (await createApplication(server, {
+        name: 'bank reader',
+        type: 'private',
+        rules: [{ priority: 1, container: '/bank/', transform: 'reveal', permissions: ['token:read'] }],
+      })).key;
+      const t = await card();
+      const res = await get(t.id, bankOnly);
+      assert.equal(res.status, 403);
+      assert.ok(!res.text.includes(VISA));
+      const account = await call(server, 'POST', '/tokens', { key: owner.key, body: { type: 'us_bank_account_number', data: ACCOUNT } });
+      assert.equal((await get(account.body.id, bankOnly)).body.data, ACCOUNT);
+    });
+
+    it('security', async () => {
+      const t = await card();
+      await assertAuthCases(server, { method: 'GET', path: `/tokens/${t.id}`, permissions: ['token:read'], type: 'private' });
+    });
+  });
+
+  describe('PATCH /tokens/{id}', () => {
+    it('needs Content-Type application/merge-patch+json', async () => {
+      const t = await card();
+      const res = await patch(t.id, { metadata: { a: 'b' } }, owner.key, 'application/json');
+      assert.equal(res.status, 415, res.text);
+      assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.deepEqual((await get(t.id)).body.metadata, {});
+    });
+
+    it('merges data: the rest of the data stays, the card view and mask follow, the fingerprint stays with the number', async () => {
+      const t = await card();
+      const res = await patch(t.id, { data: { expiration_year: YEAR + 1 } });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body.data, { number: VISA, expiration_month: 5, expiration_year: YEAR + 1, cvc: '456' });
+      assert.equal(res.body.card.expiration_year, YEAR + 1);
+      assert.equal(res.body.fingerprint, t.fingerprint);
+      assert.equal(res.body.created_at, t.created_at);
+      assert.equal(res.body.created_by, owner.id);
+      assert.equal(res.body.modified_by, owner.id);
+      assert.ok(Date.parse(res.body.modified_at) >= Date.parse(t.created_at));
+      // The mask is rendered again from the new data.
+      const view = await get(t.id, masked);
+      assert.deepEqual(view.body.data, { number: '401288XXXXXX1881', expiration_month: 5, expiration_year: YEAR + 1 });
+
+      // null removes a data member; a new number changes fingerprint, view and mask.
+      const changed = await patch(t.id, { data: { number: MASTERCARD, cvc: null } });
+      assert.equal(changed.status, 200, changed.text);
+      assert.deepEqual(changed.body.data, { number: MASTERCARD, expiration_month: 5, expiration_year: YEAR + 1 });
+      assert.notEqual(changed.body.fingerprint, t.fingerprint);
+      assert.deepEqual(changed.body.card, { bin: '510510', last4: '5100', expiration_month: 5, expiration_year: YEAR + 1, brand: 'mastercard' });
+      assert.equal((await get(t.id, masked)).body.data.number, '510510XXXXXX5100');
+    });
+
+    it('re-validates the merged data; an invalid patch changes nothing', async () => {
+      const t = await card({ metadata: { keep: 'me' } });
+      for (const [body, field] of [
+        [{ data: { expiration_month: 13 } }, 'body.data.expiration_month'],
+        [{ data: { number: '4012888888881882' } }, 'body.data.number'],
+        [{ data: { pin: '0000' } }, 'body.data.pin'],
+        [{ data: { number: null } }, 'body.data.number'],
+        [{ data: 'not an object' }, 'body.data'],
+        [{ containers: ['pci/'] }, 'body.containers[0]'],
+        [{ metadata: { n: 5 } }, 'body.metadata.n'],
+        [{ mask: '{{ data.number | nope }}' }, 'body.mask'],
+        [{ expires_at: new Date(Date.now() - 1000).toISOString() }, 'body.expires_at'],
+        [{ type: 'token' }, 'body.type'],
+        [{ id: 'renamed' }, 'body.id'],
+      ] as const) {
+        const res = await patch(t.id, body);
+        assert.equal(res.status, 400, `${JSON.stringify(body)}: ${res.text}`);
+        assert.ok(res.body.errors?.[field], `${JSON.stringify(body)} names ${field}: ${res.text}`);
+      }
+      const after = await get(t.id);
+      assert.deepEqual(after.body, t);
+    });
+
+    it('merges metadata: null deletes a key; metadata: null clears it', async () => {
+      const t = await card({ metadata: { a: '1', b: '2' } });
+      const res = await patch(t.id, { metadata: { b: null, c: '3' } });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body.metadata, { a: '1', c: '3' });
+      assert.deepEqual((await get(t.id)).body.metadata, { a: '1', c: '3' });
+      assert.deepEqual(res.body.data.number, VISA, 'data is untouched by a metadata patch');
+      const cleared = await patch(t.id, { metadata: null });
+      assert.deepEqual(cleared.body.metadata, {});
+    });
+
+    it('changes expiry and the fields that hold expressions', async () => {
+      const t = await card();
+      const later = new Date(Date.now() + 3_600_000).toISOString();
+      const res = await patch(t.id, { expires_at: later, search_indexes: ['{{ data.number | last4 }}'], mask: '{{ data.number | last4 }}' });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(Date.parse(res.body.expires_at), Date.parse(later));
+      assert.deepEqual(res.body.search_indexes, ['{{ data.number | last4 }}']);
+      assert.equal((await get(t.id, masked)).body.data, '1881');
+      const unexpire = await patch(t.id, { expires_at: null });
+      assert.equal(unexpire.body.expires_at, undefined);
+    });
+
+    it('moving to other containers needs token:update on the new containers too', async () => {
+      const key = (await createApplication(server, {
+        name: 'pci updater',
+        type: 'private',
+        rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:update', 'token:read'] }],
+      })).key;
+      const t = await card();
+      const moved = await patch(t.id, { containers: ['/pci/low/'] }, key);
+      assert.equal(moved.status, 200, moved.text);
+      assert.deepEqual(moved.body.containers, ['/pci/low/']);
+      const out = await patch(t.id, { containers: ['/general/'] }, key);
+      assert.equal(out.status, 403, out.text);
+      assert.deepEqual((await get(t.id)).body.containers, ['/pci/low/']);
+      // Nor can it touch a token outside its containers at all.
+      const elsewhere = await card({ containers: ['/general/cards/'] });
+      assert.equal((await patch(elsewhere.id, { metadata: { a: 'b' } }, key)).status, 403);
+    });
+
+    it('a key that only sees the mask cannot redefine what the mask, fingerprint or search indexes show', async () => {
+      const t = await card();
+      for (const body of [
+        { mask: '{{ data.number }}' },
+        { mask: { all: '{{ data | json_stringify }}' } },
+        { fingerprint_expression: '{{ data.number | reveal: 1 }}' },
+        { search_indexes: ['{{ data.number | reveal: 1 }}'] },
+      ]) {
+        const res = await patch(t.id, body, masked);
+        assert.equal(res.status, 403, `${JSON.stringify(body)}: ${res.text}`);
+        assert.ok(!res.text.includes(VISA));
+      }
+      const after = await get(t.id, masked);
+      assert.deepEqual(after.body.data, { number: '401288XXXXXX1881', expiration_month: 5, expiration_year: YEAR });
+      assert.equal(after.body.fingerprint, t.fingerprint);
+      // The same key may still change what it is allowed to: data, metadata.
+      const ok = await patch(t.id, { metadata: { a: 'b' }, data: { expiration_month: 6 } }, masked);
+      assert.equal(ok.status, 200, ok.text);
+      assert.deepEqual(ok.body.data, { number: '401288XXXXXX1881', expiration_month: 6, expiration_year: YEAR });
+      // Sending the expressions unchanged is not a change.
+      const same = await patch(t.id, { mask: t.mask, fingerprint_expression: t.fingerprint_expression, search_indexes: [] }, masked);
+      assert.equal(same.status, 200, same.text);
+    });
+
+    it('404 for an unknown token', async () => {
+      const res = await patch('no-such-token', { metadata: { a: 'b' } });
+      assert.equal(res.status, 404);
+    });
+
+    it('security', async () => {
+      const t = await card();
+      await assertAuthCases(server, { method: 'PATCH', path: `/tokens/${t.id}`, permissions: ['token:update'], type: 'private', body: { metadata: { a: 'b' } }, contentType: MERGE });
+    });
+  });
+
+  describe('DELETE /tokens/{id}', () => {
+    it('204, then the token is gone for every route', async () => {
+      const t = await card();
+      const res = await call(server, 'DELETE', `/tokens/${t.id}`, { key: owner.key });
+      assert.equal(res.status, 204);
+      assert.equal(res.text, '');
+      assert.equal((await get(t.id)).status, 404);
+      assert.equal((await patch(t.id, { metadata: { a: 'b' } })).status, 404);
+      assert.equal((await call(server, 'DELETE', `/tokens/${t.id}`, { key: owner.key })).status, 404);
+      assert.equal((await sql.query('SELECT 1 FROM tokens WHERE id = $1', [t.id])).rowCount, 0);
+      // Its id is free again.
+      const again = await call(server, 'POST', '/tokens', { key: owner.key, body: { id: t.id, type: 'token', data: 'reused' } });
+      assert.equal(again.status, 201, again.text);
+    });
+
+    it('403 without token:delete on the token\'s container', async () => {
+      const key = (await createApplication(server, {
+        name: 'bank deleter',
+        type: 'private',
+        rules: [{ priority: 1, container: '/bank/', transform: 'redact', permissions: ['token:delete'] }],
+      })).key;
+      const t = await card();
+      assert.equal((await call(server, 'DELETE', `/tokens/${t.id}`, { key })).status, 403);
+      assert.equal((await get(t.id)).status, 200);
+    });
+
+    it('security', async () => {
+      const t = await card();
+      await assertAuthCases(server, { method: 'DELETE', path: `/tokens/${t.id}`, permissions: ['token:delete'], type: 'private' });
+      assert.equal((await get(t.id)).status, 200, 'none of the refused calls deleted it');
+    });
+  });
+
+  it('the audit log holds create, update, reveal reads and delete, with events for webhooks', async () => {
+    const t = await card();
+    assert.equal((await patch(t.id, { metadata: { a: 'b' } })).status, 200);
+    assert.equal((await get(t.id)).status, 200); // reveal
+    assert.equal((await get(t.id, masked)).status, 200); // mask: not a reveal
+    assert.equal((await call(server, 'DELETE', `/tokens/${t.id}`, { key: owner.key })).status, 204);
+    const logs = await call(server, 'GET', `/logs?entity_type=token&entity_id=${t.id}`, { key: server.key });
+    assert.equal(logs.status, 200, logs.text);
+    const ops = logs.body.data.map((e: { operation: string }) => e.operation).reverse();
+    assert.deepEqual(ops, ['create', 'update', 'read', 'delete']);
+    for (const e of logs.body.data) {
+      assert.equal(e.actor_id, owner.id);
+      assert.equal(e.entity_type, 'token');
+      assert.ok(!JSON.stringify(e).includes(VISA));
+    }
+    const events = await sql.query('SELECT type FROM events WHERE entity_id = $1 ORDER BY created_at, type', [t.id]);
+    assert.deepEqual(events.rows.map((e) => e.type).sort(), ['token.created', 'token.deleted', 'token.updated']);
+  });
+});

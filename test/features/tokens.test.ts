@@ -1,0 +1,538 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { call, createApplication, createOtherTenant } from '../helpers/http.ts';
+import { assertAuthCases } from '../helpers/security.ts';
+import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
+
+/** POST /tokens: every type, its defaults, its validation, ids, containers, metadata, expressions, deduplication. */
+
+const NOW = new Date();
+const THIS_YEAR = NOW.getUTCFullYear();
+const THIS_MONTH = NOW.getUTCMonth() + 1;
+const YEAR = THIS_YEAR + 3;
+
+// Well-known test card numbers (Luhn-valid) and made-up bank and identity numbers.
+const VISA = '4242424242424242';
+const VISA_2 = '4111111111111111';
+const MASTERCARD = '5555555555554444';
+const MASTERCARD_2_SERIES = '2223003122003222';
+const AMEX = '378282246310005';
+const DISCOVER = '6011111111111117';
+const ACCOUNT = '987654321012';
+const ACCOUNT_2 = '876543210987';
+const SSN = '512-34-7788';
+const SSN_DIGITS = '512347788';
+const EIN = '12-3456789';
+const EIN_2_DIGITS = '987654321';
+const CARDS = [VISA, VISA_2, MASTERCARD, MASTERCARD_2_SERIES, AMEX, DISCOVER];
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+describe('POST /tokens', () => {
+  let server: TestServer;
+  let sql: pg.Client;
+  /** Plain permissions: tokens come back masked. */
+  let plain: { id: string; key: string };
+  /** A rule revealing every container, to read back exactly what was stored. */
+  let reveal: string;
+
+  const create = (body: unknown, key = plain.key) => call(server, 'POST', '/tokens', { key, body });
+  const read = (id: string, key = reveal) => call(server, 'GET', `/tokens/${encodeURIComponent(id)}`, { key });
+
+  async function created(body: unknown, key = plain.key) {
+    const res = await create(body, key);
+    assert.equal(res.status, 201, res.text);
+    return res.body;
+  }
+
+  /** A 400 problem naming exactly these fields. */
+  function assertInvalid(res: { status: number; body: any; text: string }, ...fields: string[]) {
+    assert.equal(res.status, 400, res.text);
+    assert.equal(res.body.status, 400);
+    for (const f of fields) assert.ok(res.body.errors?.[f], `expected an error on ${f}, got ${res.text}`);
+  }
+
+  before(async () => {
+    server = await startTestServer({ WORKERS: '0' });
+    sql = new pg.Client({ connectionString: server.config.databaseUrl });
+    await sql.connect();
+    rememberSecret(...CARDS, '4242420000000000', ACCOUNT, ACCOUNT_2, SSN, SSN_DIGITS, EIN, EIN.replace('-', ''), EIN_2_DIGITS);
+    plain = await createApplication(server, { name: 'backend', type: 'private', permissions: ['token:create', 'token:read', 'token:delete'] });
+    reveal = (await createApplication(server, {
+      name: 'reveals',
+      type: 'private',
+      rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }],
+    })).key;
+  });
+  after(async () => {
+    await sql.end();
+    await server.stop();
+  });
+
+  describe('types, default containers, masks and views', () => {
+    it('card: masked number and expiry without the cvc, /pci/high/, a fingerprint and the card view', async () => {
+      const data = { number: VISA, expiration_month: 12, expiration_year: YEAR, cvc: '123' };
+      const before = Date.now();
+      const t = await created({ type: 'card', data });
+      assert.match(t.id, UUID);
+      assert.equal(t.type, 'card');
+      assert.equal(t.tenant_id, server.tenantId);
+      assert.deepEqual(t.containers, ['/pci/high/']);
+      assert.deepEqual(t.metadata, {});
+      assert.deepEqual(t.data, { number: '424242XXXXXX4242', expiration_month: 12, expiration_year: YEAR });
+      assert.deepEqual(t.mask, {
+        number: '{{ data.number | card_mask: true, true }}',
+        expiration_month: '{{ data.expiration_month }}',
+        expiration_year: '{{ data.expiration_year }}',
+      });
+      assert.equal(t.fingerprint_expression, '{{ data.number }}');
+      assert.match(t.fingerprint, /^[\w-]{20,}$/);
+      assert.deepEqual(t.search_indexes, []);
+      assert.equal(t.deduplicate_token, false);
+      assert.deepEqual(t.card, { bin: '424242', last4: '4242', expiration_month: 12, expiration_year: YEAR, brand: 'visa' });
+      assert.equal(t.bank, undefined);
+      assert.equal(t.created_by, plain.id);
+      assert.ok(Date.parse(t.created_at) >= before - 1000 && Date.parse(t.created_at) <= Date.now() + 1000);
+      assert.equal(t.expires_at, undefined);
+      assert.equal(t.modified_at, undefined);
+      assert.ok(!JSON.stringify(t).includes(VISA), 'the plaintext number is nowhere in a masked response');
+
+      // What was stored is the data as sent, cvc included.
+      const back = await read(t.id);
+      assert.equal(back.status, 200);
+      assert.deepEqual(back.body.data, data);
+      assert.equal(back.body.fingerprint, t.fingerprint);
+    });
+
+    it('card fingerprints follow the number only', async () => {
+      const a = await created({ type: 'card', data: { number: VISA, expiration_month: 1, expiration_year: YEAR } });
+      const b = await created({ type: 'card', data: { number: VISA, expiration_month: 2, expiration_year: YEAR + 1, cvc: '999' } });
+      const c = await created({ type: 'card', data: { number: VISA_2, expiration_month: 1, expiration_year: YEAR } });
+      assert.notEqual(a.id, b.id);
+      assert.equal(a.fingerprint, b.fingerprint);
+      assert.notEqual(a.fingerprint, c.fingerprint);
+    });
+
+    it('a card without expiration is valid and its view has no expiration fields', async () => {
+      const t = await created({ type: 'card', data: { number: MASTERCARD } });
+      assert.deepEqual(t.card, { bin: '555555', last4: '4444', brand: 'mastercard' });
+      assert.equal(t.data.number, '555555XXXXXX4444');
+    });
+
+    it('card_number: the brand of visa, mastercard (both ranges), amex and discover numbers', async () => {
+      const cases = [
+        [VISA_2, 'visa', '411111XXXXXX1111'],
+        [MASTERCARD, 'mastercard', '555555XXXXXX4444'],
+        [MASTERCARD_2_SERIES, 'mastercard', '222300XXXXXX3222'],
+        [AMEX, 'american-express', '378282XXXXX0005'],
+        [DISCOVER, 'discover', '601111XXXXXX1117'],
+      ];
+      for (const [number, brand, masked] of cases) {
+        const t = await created({ type: 'card_number', data: number });
+        assert.deepEqual(t.containers, ['/pci/high/']);
+        assert.equal(t.data, masked, number.slice(-4));
+        assert.equal(t.mask, '{{ data | card_mask: true, true }}');
+        assert.deepEqual(t.card, { bin: number.slice(0, 6), last4: number.slice(-4), brand });
+        assert.equal((await read(t.id)).body.data, number);
+      }
+    });
+
+    it('bank: /bank/high/, account number masked to its last 4, the bank view', async () => {
+      const data = { routing_number: '021000021', account_number: ACCOUNT };
+      const t = await created({ type: 'bank', data });
+      assert.deepEqual(t.containers, ['/bank/high/']);
+      assert.deepEqual(t.data, { routing_number: '021000021', account_number: 'XXXXXXXX1012' });
+      assert.deepEqual(t.bank, { routing_number: '021000021', account_number_last4: '1012' });
+      assert.equal(t.card, undefined);
+      assert.match(t.fingerprint, /^[\w-]{20,}$/);
+      assert.deepEqual((await read(t.id)).body.data, data);
+    });
+
+    it('us_bank_account_number and us_bank_routing_number', async () => {
+      const account = await created({ type: 'us_bank_account_number', data: ACCOUNT_2 });
+      assert.deepEqual(account.containers, ['/bank/high/']);
+      assert.equal(account.data, 'XXXXXXXX0987');
+      assert.deepEqual(account.bank, { account_number_last4: '0987' });
+      assert.equal((await read(account.id)).body.data, ACCOUNT_2);
+
+      for (const routing of ['021000021', '011000015', '110000000']) {
+        const t = await created({ type: 'us_bank_routing_number', data: routing });
+        assert.deepEqual(t.containers, ['/bank/high/']);
+        assert.equal(t.data, routing, 'a routing number is not secret: its mask shows it');
+        assert.deepEqual(t.bank, { routing_number: routing });
+      }
+    });
+
+    it('social_security_number: stored as 123-45-6789 however typed, one fingerprint for both forms', async () => {
+      const dashed = await created({ type: 'social_security_number', data: SSN });
+      const digits = await created({ type: 'social_security_number', data: SSN_DIGITS });
+      assert.deepEqual(dashed.containers, ['/general/high/']);
+      assert.equal(dashed.data, 'XXXXXXX7788');
+      assert.equal(dashed.card, undefined);
+      assert.equal(dashed.bank, undefined);
+      assert.equal((await read(dashed.id)).body.data, SSN);
+      assert.equal((await read(digits.id)).body.data, SSN);
+      assert.equal(dashed.fingerprint, digits.fingerprint);
+    });
+
+    it('employer_id_number: stored as 12-3456789 however typed', async () => {
+      const t = await created({ type: 'employer_id_number', data: EIN_2_DIGITS });
+      assert.deepEqual(t.containers, ['/general/high/']);
+      assert.equal(t.data, 'XXXXXX4321');
+      assert.equal((await read(t.id)).body.data, '98-7654321');
+      const dashed = await created({ type: 'employer_id_number', data: EIN });
+      assert.equal((await read(dashed.id)).body.data, EIN);
+    });
+
+    it('token: any JSON, /general/high/, no mask (so no data under the mask transform), a fingerprint of its JSON', async () => {
+      const data = { nested: { list: [1, 'two', { three: true }], none: null }, text: 'héllo' };
+      const t = await created({ type: 'token', data });
+      assert.deepEqual(t.containers, ['/general/high/']);
+      assert.equal('data' in t, false);
+      assert.equal('mask' in t, false);
+      assert.match(t.fingerprint, /^[\w-]{20,}$/);
+      assert.deepEqual((await read(t.id)).body.data, data);
+      for (const scalar of ['just a string', 42, true, [1, 2]]) {
+        const s = await created({ type: 'token', data: scalar });
+        assert.deepEqual((await read(s.id)).body.data, scalar);
+      }
+      assert.equal((await created({ type: 'token', data })).fingerprint, t.fingerprint);
+      assert.notEqual((await created({ type: 'token', data: { ...data, text: 'hello' } })).fingerprint, t.fingerprint);
+    });
+  });
+
+  describe('per-type validation', () => {
+    const card = (over: Record<string, unknown>) => ({ type: 'card', data: { number: VISA, expiration_month: 12, expiration_year: YEAR, ...over } });
+
+    it('card numbers: Luhn, length, digits only, a string, required', async () => {
+      assertInvalid(await create(card({ number: '4242424242424241' })), 'body.data.number');
+      assertInvalid(await create(card({ number: '42424242424' })), 'body.data.number');
+      assertInvalid(await create(card({ number: '42424242424242424242' })), 'body.data.number');
+      assertInvalid(await create(card({ number: '4242 4242 4242 4242' })), 'body.data.number');
+      assertInvalid(await create(card({ number: '4242-4242-4242-4242' })), 'body.data.number');
+      assertInvalid(await create(card({ number: 4242424242424242 })), 'body.data.number');
+      assertInvalid(await create({ type: 'card', data: { expiration_month: 12, expiration_year: YEAR } }), 'body.data.number');
+      assertInvalid(await create({ type: 'card_number', data: '4242424242424241' }), 'body.data');
+      assertInvalid(await create({ type: 'card_number', data: '12345' }), 'body.data');
+      assertInvalid(await create({ type: 'card_number', data: { number: VISA } }), 'body.data');
+    });
+
+    it('card expiration: month 1..12, a four-digit year, not in the past, both or neither', async () => {
+      assertInvalid(await create(card({ expiration_month: 0 })), 'body.data.expiration_month');
+      assertInvalid(await create(card({ expiration_month: 13 })), 'body.data.expiration_month');
+      assertInvalid(await create(card({ expiration_month: '12' })), 'body.data.expiration_month');
+      assertInvalid(await create(card({ expiration_month: 6.5 })), 'body.data.expiration_month');
+      assertInvalid(await create(card({ expiration_year: THIS_YEAR - 1 })), 'body.data.expiration_year');
+      assertInvalid(await create(card({ expiration_year: 30 })), 'body.data.expiration_year');
+      assertInvalid(await create({ type: 'card', data: { number: VISA, expiration_month: 12 } }), 'body.data.expiration_year');
+      assertInvalid(await create({ type: 'card', data: { number: VISA, expiration_year: YEAR } }), 'body.data.expiration_month');
+      // The current month is still valid: a card expires at the end of its month.
+      await created(card({ expiration_month: THIS_MONTH, expiration_year: THIS_YEAR }));
+      await created(card({ expiration_month: 12, expiration_year: THIS_YEAR }));
+      if (THIS_MONTH > 1) {
+        assertInvalid(await create(card({ expiration_month: THIS_MONTH - 1, expiration_year: THIS_YEAR })), 'body.data.expiration_year');
+      } else {
+        assertInvalid(await create(card({ expiration_month: 12, expiration_year: THIS_YEAR - 1 })), 'body.data.expiration_year');
+      }
+    });
+
+    it('card cvc: a string of 3 or 4 digits; unknown card fields are refused; data must be an object', async () => {
+      await created(card({ cvc: '123' }));
+      await created({ type: 'card', data: { number: AMEX, expiration_month: 1, expiration_year: YEAR, cvc: '1234' } });
+      assertInvalid(await create(card({ cvc: '12' })), 'body.data.cvc');
+      assertInvalid(await create(card({ cvc: '12345' })), 'body.data.cvc');
+      assertInvalid(await create(card({ cvc: 123 })), 'body.data.cvc');
+      assertInvalid(await create(card({ cvc: '12a' })), 'body.data.cvc');
+      assertInvalid(await create(card({ pin: '1234' })), 'body.data.pin');
+      assertInvalid(await create({ type: 'card', data: VISA }), 'body.data');
+      assertInvalid(await create({ type: 'card', data: [VISA] }), 'body.data');
+      // Every problem is reported at once.
+      const many = await create(card({ number: '4242424242424241', expiration_month: 13, cvc: '1' }));
+      assertInvalid(many, 'body.data.number', 'body.data.expiration_month', 'body.data.cvc');
+    });
+
+    it('bank and routing numbers: the ABA checksum, 9 digits, account numbers of 4 to 17 digits', async () => {
+      const bank = (over: Record<string, unknown>) => ({ type: 'bank', data: { routing_number: '021000021', account_number: ACCOUNT, ...over } });
+      assertInvalid(await create(bank({ routing_number: '021000022' })), 'body.data.routing_number');
+      assertInvalid(await create(bank({ routing_number: '02100002' })), 'body.data.routing_number');
+      assertInvalid(await create(bank({ routing_number: 21000021 })), 'body.data.routing_number');
+      assertInvalid(await create(bank({ account_number: '123' })), 'body.data.account_number');
+      assertInvalid(await create(bank({ account_number: '123456789012345678' })), 'body.data.account_number');
+      assertInvalid(await create(bank({ account_number: '12-34-56' })), 'body.data.account_number');
+      assertInvalid(await create(bank({ iban: 'x' })), 'body.data.iban');
+      assertInvalid(await create({ type: 'bank', data: { account_number: ACCOUNT } }), 'body.data.routing_number');
+      assertInvalid(await create({ type: 'us_bank_routing_number', data: '123456789' }), 'body.data');
+      assertInvalid(await create({ type: 'us_bank_routing_number', data: '0210000210' }), 'body.data');
+      assertInvalid(await create({ type: 'us_bank_account_number', data: '12a45' }), 'body.data');
+      assertInvalid(await create({ type: 'us_bank_account_number', data: 12345678 }), 'body.data');
+    });
+
+    it('social security numbers: 9 digits, never area 000, 666 or 9xx, group 00 or serial 0000', async () => {
+      for (const bad of ['51-234-7788', '5123477880', '51234778', 'abc-de-fghi', '512 34 7788', '000-12-3456', '666-12-3456', '900-12-3456', '999-12-3456', '512-00-7788', '512-34-0000']) {
+        assertInvalid(await create({ type: 'social_security_number', data: bad }), 'body.data');
+      }
+      assertInvalid(await create({ type: 'social_security_number', data: 512347788 }), 'body.data');
+      await created({ type: 'social_security_number', data: '899-12-3456' });
+    });
+
+    it('employer identification numbers: 9 digits as 12-3456789 or 123456789', async () => {
+      for (const bad of ['1-23456789', '12345678', '1234567890', '12-345-6789', 'ab-cdefghi']) {
+        assertInvalid(await create({ type: 'employer_id_number', data: bad }), 'body.data');
+      }
+    });
+
+    it('the body: a known type, data present, no unknown token fields', async () => {
+      assertInvalid(await create({ type: 'passport', data: 'x' }), 'body.type');
+      assertInvalid(await create({ data: 'x' }), 'body.type');
+      assertInvalid(await create({ type: 'token' }), 'body.data');
+      assertInvalid(await create({ type: 'token', data: null }), 'body.data');
+      assertInvalid(await create({ type: 'token', data: 'x', deduplicate_token: 'yes' }), 'body.deduplicate_token');
+      const notJson = await call(server, 'POST', '/tokens', { key: plain.key, raw: '{"type":', contentType: 'application/json' });
+      assertInvalid(notJson, 'body');
+    });
+  });
+
+  describe('ids', () => {
+    it('uses a caller-chosen id, and a second token with that id is a 409 whatever its type', async () => {
+      const t = await created({ id: 'customer_42.card-1', type: 'card_number', data: VISA });
+      assert.equal(t.id, 'customer_42.card-1');
+      assert.equal((await read('customer_42.card-1')).body.data, VISA);
+      const again = await create({ id: 'customer_42.card-1', type: 'token', data: 'other' });
+      assert.equal(again.status, 409, again.text);
+      assert.match(again.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      // The first token is untouched.
+      assert.equal((await read('customer_42.card-1')).body.data, VISA);
+    });
+
+    it('refuses ids with characters outside letters, digits, _ - .', async () => {
+      for (const id of ['with space', 'a/b', 'quote"', 'brace}}', 'ü', '', 'x'.repeat(201), '.', '..']) {
+        assertInvalid(await create({ id, type: 'token', data: 'x' }), 'body.id');
+      }
+      // Dots are fine inside an id, or several of them: only `.` and `..` are path segments.
+      assert.equal((await created({ id: '...', type: 'token', data: 'x' })).id, '...');
+      assert.equal((await read('...')).status, 200);
+    });
+
+    it('ids are per tenant: another tenant may use the same id, and each sees only its own token', async () => {
+      const other = await createOtherTenant(server);
+      const otherKey = (await createApplication(server, {
+        name: 'other backend',
+        type: 'private',
+        rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }],
+      }, other.api_key)).key;
+      await created({ id: 'shared-id', type: 'token', data: 'ours' }, reveal);
+      const theirs = await created({ id: 'shared-id', type: 'token', data: 'theirs' }, otherKey);
+      assert.equal(theirs.tenant_id, other.tenant_id);
+      assert.equal((await read('shared-id')).body.data, 'ours');
+      assert.equal((await read('shared-id', otherKey)).body.data, 'theirs');
+    });
+  });
+
+  describe('containers and metadata', () => {
+    it('takes the caller\'s containers, validated as lowercase paths that start and end with /', async () => {
+      const t = await created({ type: 'card_number', data: VISA, containers: ['/pci/low/', '/customers/c-1/'] });
+      assert.deepEqual(t.containers, ['/pci/low/', '/customers/c-1/']);
+      for (const bad of ['pci/', '/pci', '/PCI/', '/pci//', 'pci', '/pci high/']) {
+        assertInvalid(await create({ type: 'card_number', data: VISA, containers: [bad] }), 'body.containers[0]');
+      }
+      assertInvalid(await create({ type: 'card_number', data: VISA, containers: ['/pci/', 'nope'] }), 'body.containers[1]');
+      assertInvalid(await create({ type: 'card_number', data: VISA, containers: [] }), 'body.containers');
+    });
+
+    it('metadata is a map of strings to strings', async () => {
+      const t = await created({ type: 'token', data: 'x', metadata: { customer: 'c-1', note: 'hello world' } });
+      assert.deepEqual(t.metadata, { customer: 'c-1', note: 'hello world' });
+      assertInvalid(await create({ type: 'token', data: 'x', metadata: { n: 1 } }), 'body.metadata.n');
+      assertInvalid(await create({ type: 'token', data: 'x', metadata: { nested: { a: 'b' } } }), 'body.metadata.nested');
+      assertInvalid(await create({ type: 'token', data: 'x', metadata: ['a'] }), 'body.metadata');
+    });
+  });
+
+  describe('expressions', () => {
+    it('a custom mask replaces the default one', async () => {
+      const t = await created({ type: 'card', data: { number: VISA }, mask: '{{ data.number | reveal_last: 4 }}' });
+      assert.equal(t.mask, '{{ data.number | reveal_last: 4 }}');
+      assert.equal(t.data, 'XXXXXXXXXXXX4242');
+      const object = await created({ type: 'bank', data: { routing_number: '011000015', account_number: ACCOUNT }, mask: { last: '{{ data.account_number | last4 }}', fixed: 'n/a' } });
+      assert.deepEqual(object.data, { last: '1012', fixed: 'n/a' });
+    });
+
+    it('mask: null stores no mask, so the mask transform shows no data', async () => {
+      const t = await created({ type: 'card_number', data: VISA, mask: null });
+      assert.equal('mask' in t, false);
+      assert.equal('data' in t, false);
+      assert.equal((await read(t.id)).body.data, VISA);
+    });
+
+    it('a custom fingerprint expression decides what counts as the same value; null means no fingerprint', async () => {
+      const expr = '{{ data | card_bin }}';
+      const a = await created({ type: 'card_number', data: VISA, fingerprint_expression: expr });
+      const b = await created({ type: 'card_number', data: '4242420000000000', fingerprint_expression: expr });
+      const c = await created({ type: 'card_number', data: VISA_2, fingerprint_expression: expr });
+      assert.equal(a.fingerprint_expression, expr);
+      assert.equal(a.fingerprint, b.fingerprint);
+      assert.notEqual(a.fingerprint, c.fingerprint);
+      const none = await created({ type: 'card_number', data: VISA, fingerprint_expression: null });
+      assert.equal('fingerprint' in none, false);
+      assert.equal('fingerprint_expression' in none, false);
+    });
+
+    it('echoes search_indexes', async () => {
+      const t = await created({ type: 'card', data: { number: VISA }, search_indexes: ['{{ data.number | last4 }}', '{{ data.number | card_bin }}'] });
+      assert.deepEqual(t.search_indexes, ['{{ data.number | last4 }}', '{{ data.number | card_bin }}']);
+    });
+
+    it('a bad expression is a 400 naming the field that holds it', async () => {
+      const base = { type: 'card', data: { number: VISA } };
+      assertInvalid(await create({ ...base, mask: '{{ data.number | no_such_filter }}' }), 'body.mask');
+      assertInvalid(await create({ ...base, mask: '{{ data.number' }), 'body.mask');
+      assertInvalid(await create({ ...base, mask: { number: '{{ data.number | reveal_last }}' } }), 'body.mask.number');
+      assertInvalid(await create({ ...base, fingerprint_expression: '{{ data.number | nope }}' }), 'body.fingerprint_expression');
+      assertInvalid(await create({ ...base, search_indexes: ['{{ data.number | last4 }}', '{{ | }}'] }), 'body.search_indexes[1]');
+      // A filter that cannot handle the value it gets fails the same way, never a 500.
+      assertInvalid(await create({ type: 'token', data: { a: 1 }, mask: '{{ data | card_bin }}' }), 'body.mask');
+      // The message names the expression but never the data it was evaluated on.
+      const res = await create({ type: 'card_number', data: VISA, mask: '{{ data | card_bin | nope }}' });
+      assertInvalid(res, 'body.mask');
+      assert.ok(!res.text.includes(VISA));
+    });
+  });
+
+  describe('deduplicate_token', () => {
+    it('returns the existing token of the same fingerprint; without it a new token is made', async () => {
+      const first = await created({ type: 'card', data: { number: DISCOVER, expiration_month: 3, expiration_year: YEAR }, deduplicate_token: true });
+      assert.equal(first.deduplicate_token, true);
+      const again = await created({ type: 'card', data: { number: DISCOVER, expiration_month: 4, expiration_year: YEAR }, deduplicate_token: true });
+      assert.equal(again.id, first.id);
+      assert.deepEqual(again.card, first.card, 'the existing token is returned as it was');
+      const fresh = await created({ type: 'card', data: { number: DISCOVER, expiration_month: 3, expiration_year: YEAR } });
+      assert.notEqual(fresh.id, first.id);
+      assert.equal(fresh.fingerprint, first.fingerprint);
+      const other = await created({ type: 'card', data: { number: MASTERCARD_2_SERIES }, deduplicate_token: true });
+      assert.notEqual(other.id, first.id);
+    });
+
+    it('deduplicates only within the same containers, so it reveals nothing about other containers', async () => {
+      const high = await created({ type: 'card_number', data: VISA_2, deduplicate_token: true });
+      const reordered = await created({ type: 'card_number', data: VISA_2, containers: ['/a/', '/b/'], deduplicate_token: true });
+      assert.equal((await created({ type: 'card_number', data: VISA_2, containers: ['/b/', '/a/'], deduplicate_token: true })).id, reordered.id);
+      const low = await created({ type: 'card_number', data: VISA_2, containers: ['/pci/low/'], deduplicate_token: true });
+      assert.notEqual(low.id, high.id);
+      assert.deepEqual(low.containers, ['/pci/low/']);
+      // A key confined to /general/ gets a new token of its own, not a 403 betraying the /pci/high/ one.
+      const confined = (await createApplication(server, {
+        name: 'general only',
+        type: 'private',
+        rules: [{ priority: 1, container: '/general/', transform: 'mask', permissions: ['token:create'] }],
+      })).key;
+      const res = await create({ type: 'card_number', data: VISA_2, containers: ['/general/cards/'], deduplicate_token: true }, confined);
+      assert.equal(res.status, 201, res.text);
+      assert.notEqual(res.body.id, high.id);
+      assert.deepEqual(res.body.containers, ['/general/cards/']);
+    });
+
+    it('concurrent deduplicating creates of one value make one token', async () => {
+      const body = { type: 'us_bank_account_number', data: '55512345678', deduplicate_token: true };
+      rememberSecret('55512345678');
+      const results = await Promise.all(Array.from({ length: 6 }, () => create(body)));
+      for (const r of results) assert.equal(r.status, 201, r.text);
+      assert.equal(new Set(results.map((r) => r.body.id)).size, 1);
+    });
+
+    it('never deduplicates across tenants, whose fingerprints differ', async () => {
+      const other = await createOtherTenant(server);
+      const otherKey = (await createApplication(server, { name: 'b', type: 'private', permissions: ['token:create'] }, other.api_key)).key;
+      const ours = await created({ type: 'card_number', data: AMEX, deduplicate_token: true });
+      const theirs = await created({ type: 'card_number', data: AMEX, deduplicate_token: true }, otherKey);
+      assert.notEqual(theirs.id, ours.id);
+      assert.notEqual(theirs.fingerprint, ours.fingerprint, 'fingerprints are keyed per tenant');
+    });
+  });
+
+  describe('expires_at', () => {
+    it('must be a future ISO 8601 time', async () => {
+      assertInvalid(await create({ type: 'token', data: 'x', expires_at: new Date(Date.now() - 1000).toISOString() }), 'body.expires_at');
+      assertInvalid(await create({ type: 'token', data: 'x', expires_at: 'tomorrow' }), 'body.expires_at');
+      const later = new Date(Date.now() + 3_600_000).toISOString();
+      const t = await created({ type: 'token', data: 'x', expires_at: later });
+      assert.equal(Date.parse(t.expires_at), Date.parse(later));
+    });
+
+    it('a token is readable until it expires, 404 from that instant, and the sweep deletes it with a token.expired event', async () => {
+      const expires = Date.now() + 2000;
+      const t = await created({ type: 'card_number', data: VISA_2, expires_at: new Date(expires).toISOString() });
+      const named = await created({ id: 'short-lived', type: 'token', data: 'first', expires_at: new Date(expires).toISOString() });
+      assert.equal((await read(t.id)).status, 200);
+      assert.equal((await read(named.id)).status, 200);
+      assert.equal((await create({ id: 'short-lived', type: 'token', data: 'too early' })).status, 409);
+      await new Promise((r) => setTimeout(r, Math.max(0, expires - Date.now()) + 100));
+      assert.equal((await read(t.id)).status, 404);
+
+      // The id of an expired token is free again, before any sweep.
+      const reused = await create({ id: 'short-lived', type: 'token', data: 'second' }, reveal);
+      assert.equal(reused.status, 201, reused.text);
+      assert.equal((await read('short-lived')).body.data, 'second');
+      const namedEvents = await sql.query('SELECT type FROM events WHERE entity_id = $1 ORDER BY created_at, id', [named.id]);
+      assert.deepEqual(namedEvents.rows.map((e) => e.type), ['token.created', 'token.expired', 'token.created']);
+      assert.equal((await call(server, 'DELETE', `/tokens/${t.id}`, { key: plain.key })).status, 404);
+      // Unreadable before any sweep ran: the row is still there (WORKERS=0 runs no sweeper).
+      assert.equal((await sql.query('SELECT 1 FROM tokens WHERE id = $1', [t.id])).rowCount, 1);
+
+      assert.ok((await server.running.services.tokens.sweepExpired()) >= 1);
+      assert.equal((await sql.query('SELECT 1 FROM tokens WHERE id = $1', [t.id])).rowCount, 0);
+      const events = await sql.query('SELECT tenant_id, type, payload FROM events WHERE entity_id = $1 ORDER BY created_at', [t.id]);
+      assert.deepEqual(events.rows.map((e) => e.type), ['token.created', 'token.expired']);
+      assert.equal(events.rows[1].tenant_id, server.tenantId);
+      assert.ok(!JSON.stringify(events.rows).includes(VISA_2), 'events carry no token data');
+      const logs = await call(server, 'GET', `/logs?entity_type=token&entity_id=${t.id}`, { key: server.key });
+      assert.ok(logs.body.data.some((e: { operation: string }) => e.operation === 'expire'), logs.text);
+      assert.equal(await server.running.services.tokens.sweepExpired(), 0, 'a second sweep finds nothing');
+    });
+  });
+
+  it('SVC-IDEMPOTENCY-KEY: a retried create returns the same token and makes no second one', async () => {
+    const headers = { 'svc-idempotency-key': 'create-card-once' };
+    const body = { type: 'card', data: { number: MASTERCARD, expiration_month: 8, expiration_year: YEAR, cvc: '777' }, metadata: { idem: 'yes' } };
+    const first = await call(server, 'POST', '/tokens', { key: reveal, body, headers });
+    assert.equal(first.status, 201, first.text);
+    const again = await call(server, 'POST', '/tokens', { key: reveal, body, headers });
+    assert.equal(again.status, 201, again.text);
+    assert.equal(again.body.id, first.body.id);
+    assert.deepEqual(again.body.data, body.data);
+    assert.equal((await sql.query(`SELECT 1 FROM tokens WHERE metadata->>'idem' = 'yes'`)).rowCount, 1);
+    const different = await call(server, 'POST', '/tokens', { key: reveal, body: { ...body, metadata: { idem: 'other' } }, headers });
+    assert.equal(different.status, 422, different.text);
+  });
+
+  it('nothing at rest holds the plaintext: every column of every token row is scanned', async () => {
+    const rows = await sql.query('SELECT t::text AS row FROM tokens t');
+    assert.ok(rows.rowCount! > 20, 'the tests above made tokens');
+    const secrets = [...CARDS, ACCOUNT, ACCOUNT_2, SSN, SSN_DIGITS, EIN, EIN_2_DIGITS, '98-7654321', 'héllo'];
+    for (const { row } of rows.rows) for (const s of secrets) assert.ok(!row.includes(s), `a token row holds plaintext ${s.slice(-4)}`);
+    // The scan itself can see what it looks for: a token's own caller-chosen id is in its row.
+    assert.ok(rows.rows.some(({ row }) => row.includes('customer_42.card-1')));
+    // Nor do the tables written alongside tokens: audit log, events, stored idempotent replies.
+    for (const table of ['audit_events', 'events', 'idempotency_keys']) {
+      const all = await sql.query(`SELECT t::text AS row FROM ${table} t`);
+      assert.ok(all.rowCount! > 0, table);
+      for (const { row } of all.rows) for (const s of secrets) assert.ok(!row.includes(s), `${table} holds plaintext ${s.slice(-4)}`);
+    }
+  });
+
+  it('security: no key, unknown key, a key without token:create', async () => {
+    await assertAuthCases(server, { method: 'POST', path: '/tokens', permissions: ['token:create'], type: 'private', body: { type: 'token', data: 'x' } });
+    // token:create scoped by a rule: only in its container.
+    const scoped = (await createApplication(server, {
+      name: 'scoped',
+      type: 'private',
+      rules: [{ priority: 1, container: '/general/', transform: 'mask', permissions: ['token:create'] }],
+    })).key;
+    assert.equal((await create({ type: 'token', data: 'x' }, scoped)).status, 201);
+    const denied = await create({ type: 'card_number', data: VISA }, scoped);
+    assert.equal(denied.status, 403, denied.text);
+    assert.equal((await create({ type: 'card_number', data: VISA, containers: ['/general/cards/'] }, scoped)).status, 201);
+    // A management key holds no token permissions.
+    assert.equal((await create({ type: 'token', data: 'x' }, server.key)).status, 403);
+  });
+});
