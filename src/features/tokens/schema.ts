@@ -34,7 +34,7 @@ export const CreateTokenBody = Type.Object({
   search_indexes: Type.Optional(tokenFields.search_indexes),
   deduplicate_token: Type.Optional(tokenFields.deduplicate_token),
   expires_at: Type.Optional(tokenFields.expires_at),
-});
+}, { additionalProperties: false });
 
 /** A merge patch: every field optional; null removes metadata keys, mask, fingerprint or expiry. */
 export const UpdateTokenBody = Type.Object({
