@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database, Tx } from '../db/database.ts';
 import { ApiError } from './errors.ts';
@@ -12,7 +12,7 @@ declare module 'fastify' {
     idempotent?: boolean;
   }
   interface FastifyRequest {
-    idempotency: { tx: Tx; key: string; hash: Buffer; done: boolean } | undefined;
+    idempotency: { tx: Tx; secrets: KeySecrets; hash: Buffer; done: boolean } | undefined;
   }
 }
 
@@ -25,6 +25,11 @@ declare module 'fastify' {
  * connection. On success the response is stored in that same transaction, so the
  * effects and the stored reply commit together or not at all; on failure everything
  * rolls back and the key is free again. Stored replies live `ttlHours`.
+ *
+ * Replies carry secrets (a new application's API key, a session key and nonce, later token
+ * data) and request bodies may too, so nothing readable rests: the row is found by a hash of
+ * the key, the reply is encrypted and the request fingerprinted under keys derived from the
+ * idempotency key itself, which is never stored. Only a caller presenting it can use the row.
  */
 export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours: number): void {
   app.decorateRequest('idempotency', undefined);
@@ -47,7 +52,8 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
       throw ApiError.field('headers.svc-idempotency-key', 'must be 1 to 255 visible ASCII characters (a UUID is recommended)');
     }
     const { tenantId, actorId } = request.principal;
-    const hash = createHash('sha256')
+    const secrets = keySecrets(tenantId, actorId, key);
+    const hash = createHmac('sha256', secrets.mac)
       .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
       .digest();
 
@@ -55,12 +61,12 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     let keep = false;
     try {
       await tx.query('BEGIN');
-      const lock = await tx.query('SELECT pg_try_advisory_xact_lock($1::bigint) AS ok', [lockId(tenantId, actorId, key)]);
+      const lock = await tx.query('SELECT pg_try_advisory_xact_lock($1::bigint) AS ok', [secrets.id.readBigInt64BE(0).toString()]);
       if (!lock.rows[0].ok) throw ApiError.conflict('A request with this SVC-IDEMPOTENCY-KEY is still being processed.');
       const stored = await tx.query(
         `SELECT request_hash, response_status, response_type, response_body FROM idempotency_keys
          WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND expires_at > now()`,
-        [tenantId, actorId, key],
+        [tenantId, actorId, secrets.id.toString('hex')],
       );
       const row = stored.rows[0];
       if (row) {
@@ -69,9 +75,10 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
         }
         reply.header('svc-idempotent-replayed', 'true').code(row.response_status as number);
         if (row.response_type) reply.type(row.response_type as string);
-        return reply.send(row.response_body === '' ? undefined : row.response_body);
+        const body = open(secrets.enc, row.response_body as string);
+        return reply.send(body === '' ? undefined : body);
       }
-      request.idempotency = { tx, key, hash, done: false };
+      request.idempotency = { tx, secrets, hash, done: false };
       keep = true;
     } finally {
       if (!keep) {
@@ -94,7 +101,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
            ON CONFLICT (tenant_id, actor_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash,
              response_status = EXCLUDED.response_status, response_type = EXCLUDED.response_type,
              response_body = EXCLUDED.response_body, expires_at = EXCLUDED.expires_at`,
-          [tenantId, actorId, idem.key, idem.hash, reply.statusCode, reply.getHeader('content-type') ?? null, payloadText(payload), ttlHours],
+          [tenantId, actorId, idem.secrets.id.toString('hex'), idem.hash, reply.statusCode, reply.getHeader('content-type') ?? null, seal(idem.secrets.enc, payloadText(payload)), ttlHours],
         );
         await idem.tx.query('COMMIT');
       } else {
@@ -122,8 +129,29 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
   });
 }
 
-function lockId(tenantId: string, actorId: string, key: string): string {
-  return createHash('sha256').update(`${tenantId}/${actorId}/${key}`).digest().readBigInt64BE(0).toString();
+type KeySecrets = { id: Buffer; enc: Buffer; mac: Buffer };
+
+/** What a key stands for in storage (`id`, also the advisory lock), and the keys for its reply and request. */
+function keySecrets(tenantId: string, actorId: string, key: string): KeySecrets {
+  const scope = `${tenantId}/${actorId}`;
+  const id = createHash('sha256').update(`${scope}/${key}`).digest();
+  const derived = Buffer.from(hkdfSync('sha256', key, scope, 'coffer idempotency reply', 64));
+  return { id, enc: derived.subarray(0, 32), mac: derived.subarray(32) };
+}
+
+/** AES-256-GCM; stored as base64 of iv ‖ tag ‖ ciphertext. */
+function seal(key: Buffer, text: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  const data = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64');
+}
+
+function open(key: Buffer, sealed: string): string {
+  const raw = Buffer.from(sealed, 'base64');
+  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
+  decipher.setAuthTag(raw.subarray(12, 28));
+  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
 }
 
 function payloadText(payload: unknown): string {

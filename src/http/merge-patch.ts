@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import secureJson from 'secure-json-parse';
 import { ApiError } from './errors.ts';
 
 export const MERGE_PATCH = 'application/merge-patch+json';
@@ -7,7 +8,8 @@ export const MERGE_PATCH = 'application/merge-patch+json';
 export function registerMergePatch(app: FastifyInstance): void {
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, (_req, body, done) => {
     try {
-      done(null, JSON.parse(body as string));
+      // The same guard as application/json bodies: __proto__ and constructor.prototype are refused.
+      done(null, secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' }));
     } catch {
       done(ApiError.field('body', 'The body is not valid JSON.'), undefined);
     }
@@ -25,10 +27,21 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export function applyMergePatch<T>(target: T, patch: unknown): T {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch as T;
   const base: Record<string, Json> =
-    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, Json>) } : {};
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? copy(target as Record<string, Json>) : {};
   for (const [key, value] of Object.entries(patch as Record<string, Json>)) {
     if (value === null) delete base[key];
-    else base[key] = applyMergePatch(base[key], value);
+    // Own data properties only: `base[key] = …` with key "__proto__" would replace the prototype.
+    else define(base, key, applyMergePatch<Json | undefined>(Object.hasOwn(base, key) ? base[key] : undefined, value) as Json);
   }
   return base as T;
+}
+
+function define(object: Record<string, Json>, key: string, value: Json): void {
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+function copy(object: Record<string, Json>): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [key, value] of Object.entries(object)) define(out, key, value);
+  return out;
 }

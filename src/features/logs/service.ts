@@ -16,6 +16,8 @@ export type AuditEntry = {
 
 export type LogService = ReturnType<typeof createLogService>;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** The audit log: one event per state change or use of a secret, written in the change's transaction. */
 export function createLogService(deps: { db: Database }) {
   const { db } = deps;
@@ -39,11 +41,13 @@ export function createLogService(deps: { db: Database }) {
     },
 
     async list(principal: Principal, q: { start?: string; size: number; entity_type?: string; entity_id?: string; start_date?: string; end_date?: string }) {
-      if (q.start_date && q.end_date && q.start_date > q.end_date) {
+      // As instants: the text of two ISO 8601 times with different offsets or precisions does not sort by time.
+      if (q.start_date && q.end_date && Date.parse(q.start_date) > Date.parse(q.end_date)) {
         throw ApiError.field('query.end_date', 'must not be before start_date');
       }
       const before = q.start ? decodeCursor(q.start, ['id']).id : undefined;
-      if (before !== undefined && !/^[0-9a-f-]{36}$/.test(before)) throw ApiError.field('query.start', 'is not a cursor returned by this endpoint');
+      // Anything that is not a UUID would fail the ::uuid cast in SQL and surface as a 500.
+      if (before !== undefined && !UUID.test(before)) throw ApiError.field('query.start', 'is not a cursor returned by this endpoint');
       const rows = await listEvents(
         db,
         principal.tenantId,

@@ -23,7 +23,11 @@ export async function insertEvent(db: Database, tenantId: string, e: Omit<AuditE
 
 export type EventFilter = { entityType?: string; entityId?: string; startDate?: string; endDate?: string; before?: string };
 
-/** Newest first; `before` is the id the previous page ended on (ids are UUIDv7, so time-ordered). */
+/**
+ * Newest first; `before` is the id the previous page ended on (ids are UUIDv7, so time-ordered).
+ * Dates compare at the millisecond precision responses show, so an event's own created_at
+ * used as start_date or end_date includes it.
+ */
 export async function listEvents(db: Database, tenantId: string, f: EventFilter, limit: number): Promise<AuditEvent[]> {
   return db.query<AuditEvent>(
     `SELECT id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message, created_at
@@ -31,8 +35,8 @@ export async function listEvents(db: Database, tenantId: string, f: EventFilter,
      WHERE tenant_id = $1
        AND ($2::text IS NULL OR entity_type = $2)
        AND ($3::text IS NULL OR entity_id = $3)
-       AND ($4::timestamptz IS NULL OR created_at >= $4)
-       AND ($5::timestamptz IS NULL OR created_at <= $5)
+       AND ($4::timestamptz IS NULL OR date_trunc('milliseconds', created_at) >= $4)
+       AND ($5::timestamptz IS NULL OR date_trunc('milliseconds', created_at) <= $5)
        AND ($6::uuid IS NULL OR id < $6)
      ORDER BY id DESC LIMIT $7`,
     [tenantId, f.entityType ?? null, f.entityId ?? null, f.startDate ?? null, f.endDate ?? null, f.before ?? null, limit],

@@ -24,6 +24,8 @@ export function createSessionService(deps: { db: Database; logs: LogService; not
     async create(principal: Principal) {
       const sessionKey = generateApiKey('session');
       const nonce = generateSecret();
+      // A session cannot outlive the public application it belongs to.
+      const expiresAt = Math.min(Date.now() + ttlSeconds * 1000, principal.expiresAt?.getTime() ?? Infinity);
       const session = await db.transaction(async (tx) => {
         const s = await insertSession(
           db,
@@ -33,7 +35,7 @@ export function createSessionService(deps: { db: Database; logs: LogService; not
             public_application_id: principal.applicationId,
             key_hash: hashApiKey(sessionKey),
             nonce_hash: hashApiKey(nonce),
-            expires_at: new Date(Date.now() + ttlSeconds * 1000),
+            expires_at: new Date(expiresAt),
           },
           tx,
         );

@@ -54,9 +54,19 @@ export async function findPendingByNonce(db: Database, tenantId: string, nonceHa
   );
 }
 
-/** Authentication: the tenant is what we are finding out, so this lookup is by hash alone. */
+/**
+ * Authentication: the tenant is what we are finding out, so this lookup is by hash alone.
+ * A session ends no later than its public application does, and the earlier of the two
+ * expiries is what callers (and the key cache) see, so it stops at that instant, not at the sweep.
+ */
 export async function findSessionByKeyHash(db: Database, hash: Buffer): Promise<Session | undefined> {
-  return db.one<Session>(`SELECT ${COLUMNS} FROM sessions WHERE key_hash = $1 AND expires_at > now()`, [hash]);
+  return db.one<Session>(
+    `SELECT s.id, s.tenant_id, s.public_application_id, s.permissions, s.rules, s.authorized_at,
+            LEAST(s.expires_at, a.expires_at) AS expires_at, s.created_at
+     FROM sessions s JOIN applications a ON a.id = s.public_application_id AND a.tenant_id = s.tenant_id
+     WHERE s.key_hash = $1 AND s.expires_at > now() AND (a.expires_at IS NULL OR a.expires_at > now())`,
+    [hash],
+  );
 }
 
 /** The expiry sweep works across tenants: expired sessions carry no access and are simply removed. */
