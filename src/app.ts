@@ -24,6 +24,10 @@ import { createTokenService } from './features/tokens/service.ts';
 import { registerTokenRoutes } from './features/tokens/routes.ts';
 import { createDetokenizeService } from './features/detokenize/service.ts';
 import { registerDetokenizeRoutes } from './features/detokenize/routes.ts';
+import { createWebhookService, DELIVER_JOB } from './features/webhooks/service.ts';
+import { registerWebhookRoutes } from './features/webhooks/routes.ts';
+import type { JobHandlers } from './db/jobs.ts';
+import { OutboundClient } from './outbound/client.ts';
 import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { registerTenantRoutes } from './features/tenants/routes.ts';
@@ -36,8 +40,11 @@ export type Services = ReturnType<typeof createServices>;
 export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger }) {
   const { config, db, notifier, log } = deps;
   const logs = createLogService({ db });
-  const events = createEventService({ db });
   const vault = new Vault(db, loadKeyring(config.cofferKeys, config.dataDir, log));
+  // The one guarded client for every outbound call (webhooks, proxies, reactor fetch); closed by main.
+  const outbound = new OutboundClient({ allowlist: config.outboundAllowlist });
+  const webhooks = createWebhookService({ db, vault, logs, outbound, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs });
+  const events = createEventService({ db, subscriber: webhooks.enqueueDeliveries });
   // Keys need "does this application exist?"; applications need keys. The closure breaks the cycle.
   let applications: ApplicationService;
   const keys = createApplicationKeyService({ db, logs, notifier, requireApplication: (p, id) => applications.get(p, id) });
@@ -51,7 +58,11 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     config.authCacheSeconds,
   );
   notifier.onInvalidate(() => authenticator.invalidate());
-  return { logs, events, vault, keys, applications, sessions, tenants, tokens, detokenize, authenticator };
+  // Background work by job kind; main.ts runs these when WORKERS=1. Add a kind here to handle it.
+  const jobHandlers: JobHandlers = {
+    [DELIVER_JOB]: (job) => webhooks.deliver(job),
+  };
+  return { logs, events, vault, outbound, keys, applications, sessions, tenants, tokens, detokenize, webhooks, authenticator, jobHandlers };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -61,7 +72,9 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   await registerOpenApi(app, VERSION);
   registerAuth(app, services.authenticator);
   registerMergePatch(app);
-  registerIdempotency(app, db, config.idempotencyTtlHours);
+  registerIdempotency(app, db, config.idempotencyTtlHours, (tenantId, actorId, key) =>
+    services.vault.hmac(tenantId, 'idempotency', `${actorId}\u0000${key}`),
+  );
 
   registerHealthRoutes(app, db);
   registerPermissionRoutes(app);
@@ -72,6 +85,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerLogRoutes(app, services.logs);
   registerTokenRoutes(app, services.tokens);
   registerDetokenizeRoutes(app, services.detokenize);
+  registerWebhookRoutes(app, services.webhooks);
   await app.ready();
   return app;
 }

@@ -2,12 +2,32 @@ import { randomBytes, randomUUID } from 'node:crypto';
 
 export const uuidv4 = (): string => randomUUID();
 
-/** UUIDv7 (RFC 9562): 48-bit millisecond timestamp first, so ids sort by creation time. */
+let lastMs = 0;
+let counter = 0;
+
+/**
+ * UUIDv7 (RFC 9562): 48-bit millisecond timestamp, then a 12-bit counter that restarts at
+ * a random value each millisecond (method 3), so ids made by one process sort in creation
+ * order even within a millisecond; the rest is random.
+ */
 export function uuidv7(): string {
   const b = randomBytes(16);
-  const ms = BigInt(Date.now());
-  for (let i = 0; i < 6; i++) b[i] = Number((ms >> BigInt(8 * (5 - i))) & 0xffn);
-  b[6] = (b[6] & 0x0f) | 0x70;
+  let ms = Date.now();
+  if (ms > lastMs) {
+    lastMs = ms;
+    counter = b[6] & 0x07; // a small random start leaves room to count up
+  } else {
+    ms = lastMs;
+    counter++;
+    if (counter > 0xfff) {
+      // 4096 ids in one millisecond: borrow the next one.
+      lastMs = ms = lastMs + 1;
+      counter = 0;
+    }
+  }
+  for (let i = 0; i < 6; i++) b[i] = Math.floor(ms / 2 ** (8 * (5 - i))) & 0xff;
+  b[6] = 0x70 | (counter >> 8);
+  b[7] = counter & 0xff;
   b[8] = (b[8] & 0x3f) | 0x80;
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;

@@ -1,6 +1,7 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database, Tx } from '../db/database.ts';
+import { open, seal } from '../vault/keyring.ts';
 import { ApiError } from './errors.ts';
 
 const HEADER = 'svc-idempotency-key';
@@ -31,20 +32,25 @@ declare module 'fastify' {
  * the key, the reply is encrypted and the request fingerprinted under keys derived from the
  * idempotency key itself, which is never stored. Only a caller presenting it can use the row.
  */
-export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours: number): void {
+export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours: number, keyMaterial: KeyMaterial): void {
   app.decorateRequest('idempotency', undefined);
 
-  // Handlers of idempotent requests run with the request's transaction as the ambient one.
+  // Only POST, PUT and PATCH routes carry the hooks: GET and DELETE pay nothing for idempotency.
   app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat();
+    if (!methods.some((m) => METHODS.has(m)) || route.config?.idempotent === false) return;
     const handler = route.handler;
+    // Handlers of idempotent requests run with the request's transaction as the ambient one.
     route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
       const idem = request.idempotency;
       return idem ? db.withAmbient(idem.tx, () => handler.call(this, request, reply)) : handler.call(this, request, reply);
     };
+    route.preHandler = [...[route.preHandler ?? []].flat(), claim];
+    route.onSend = [...[route.onSend ?? []].flat(), settle];
+    route.onResponse = [...[route.onResponse ?? []].flat(), release];
   });
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (!METHODS.has(request.method) || request.routeOptions.config.idempotent === false) return;
+  async function claim(request: FastifyRequest, reply: FastifyReply) {
     const raw = request.headers[HEADER];
     if (raw === undefined || !request.principal) return;
     const key = Array.isArray(raw) ? raw[0] : raw;
@@ -52,7 +58,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
       throw ApiError.field('headers.svc-idempotency-key', 'must be 1 to 255 visible ASCII characters (a UUID is recommended)');
     }
     const { tenantId, actorId } = request.principal;
-    const secrets = keySecrets(tenantId, actorId, key);
+    const secrets = keySecrets(await keyMaterial(tenantId, actorId, key));
     const hash = createHmac('sha256', secrets.mac)
       .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
       .digest();
@@ -75,7 +81,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
         }
         reply.header('svc-idempotent-replayed', 'true').code(row.response_status as number);
         if (row.response_type) reply.type(row.response_type as string);
-        const body = open(secrets.enc, row.response_body as string);
+        const body = openReply(secrets.enc, row.response_body as string);
         return reply.send(body === '' ? undefined : body);
       }
       request.idempotency = { tx, secrets, hash, done: false };
@@ -86,9 +92,9 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
         tx.release();
       }
     }
-  });
+  }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  async function settle(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
     const idem = request.idempotency;
     if (!idem || idem.done) return payload;
     idem.done = true;
@@ -101,7 +107,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
            ON CONFLICT (tenant_id, actor_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash,
              response_status = EXCLUDED.response_status, response_type = EXCLUDED.response_type,
              response_body = EXCLUDED.response_body, expires_at = EXCLUDED.expires_at`,
-          [tenantId, actorId, idem.secrets.id.toString('hex'), idem.hash, reply.statusCode, reply.getHeader('content-type') ?? null, seal(idem.secrets.enc, payloadText(payload)), ttlHours],
+          [tenantId, actorId, idem.secrets.id.toString('hex'), idem.hash, reply.statusCode, reply.getHeader('content-type') ?? null, sealReply(idem.secrets.enc, payloadText(payload)), ttlHours],
         );
         await idem.tx.query('COMMIT');
       } else {
@@ -117,41 +123,41 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     } finally {
       idem.tx.release();
     }
-  });
+  }
 
   // A request that ends without a reply being sent (client gone mid-way) still frees its connection.
-  app.addHook('onResponse', async (request) => {
+  async function release(request: FastifyRequest) {
     const idem = request.idempotency;
     if (!idem || idem.done) return;
     idem.done = true;
     await idem.tx.query('ROLLBACK').catch(() => {});
     idem.tx.release();
-  });
+  }
 }
 
-type KeySecrets = { id: Buffer; enc: Buffer; mac: Buffer };
+type KeySecrets = { id: Buffer; enc: KeyObject; mac: Buffer };
+
+/**
+ * Server-held material for a key: a tenant-keyed HMAC of (caller, idempotency key), so that
+ * reading the table is not enough to test guesses of a weak key against stored rows.
+ */
+export type KeyMaterial = (tenantId: string, actorId: string, key: string) => Promise<string>;
 
 /** What a key stands for in storage (`id`, also the advisory lock), and the keys for its reply and request. */
-function keySecrets(tenantId: string, actorId: string, key: string): KeySecrets {
-  const scope = `${tenantId}/${actorId}`;
-  const id = createHash('sha256').update(`${scope}/${key}`).digest();
-  const derived = Buffer.from(hkdfSync('sha256', key, scope, 'coffer idempotency reply', 64));
-  return { id, enc: derived.subarray(0, 32), mac: derived.subarray(32) };
+function keySecrets(material: string): KeySecrets {
+  const id = createHash('sha256').update(`id\u0000${material}`).digest();
+  const derived = Buffer.from(hkdfSync('sha256', material, 'coffer', 'coffer idempotency reply', 64));
+  return { id, enc: createSecretKey(derived.subarray(0, 32)), mac: derived.subarray(32) };
 }
 
-/** AES-256-GCM; stored as base64 of iv ‖ tag ‖ ciphertext. */
-function seal(key: Buffer, text: string): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const data = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), data]).toString('base64');
+const REPLY_AAD = Buffer.from('coffer idempotent reply');
+
+function sealReply(key: KeyObject, text: string): string {
+  return seal(key, Buffer.from(text, 'utf8'), REPLY_AAD).toString('base64');
 }
 
-function open(key: Buffer, sealed: string): string {
-  const raw = Buffer.from(sealed, 'base64');
-  const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
-  decipher.setAuthTag(raw.subarray(12, 28));
-  return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+function openReply(key: KeyObject, sealed: string): string {
+  return open(key, Buffer.from(sealed, 'base64'), REPLY_AAD).toString('utf8');
 }
 
 function payloadText(payload: unknown): string {

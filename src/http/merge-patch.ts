@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { ApiError } from './errors.ts';
 
@@ -14,11 +14,16 @@ export function registerMergePatch(app: FastifyInstance): void {
       done(ApiError.field('body', 'The body is not valid JSON.'), undefined);
     }
   });
-  app.addHook('onRequest', async (request) => {
-    if (request.method !== 'PATCH' || request.routeOptions.url === undefined) return;
-    const type = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-    if (type !== MERGE_PATCH) throw new ApiError(415, `PATCH requests need Content-Type: ${MERGE_PATCH}.`);
+  // Only PATCH routes carry the check.
+  app.addHook('onRoute', (route) => {
+    if (![route.method].flat().includes('PATCH')) return;
+    route.onRequest = [...[route.onRequest ?? []].flat(), requireMergePatch];
   });
+}
+
+async function requireMergePatch(request: FastifyRequest): Promise<void> {
+  const type = (request.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== MERGE_PATCH) throw new ApiError(415, `PATCH requests need Content-Type: ${MERGE_PATCH}.`);
 }
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
