@@ -55,7 +55,7 @@ async function serve(config: Config): Promise<number> {
         `Its management API key (shown only now; send it as SVC-API-KEY):\n\n  ${running.firstKey.api_key}\n\n`,
     );
   }
-  log.info({ url: running.url }, 'coffer ready');
+  log.info({ url: running.url, first_start: running.firstKey !== undefined }, 'coffer ready');
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       log.info({ signal }, 'shutting down');
@@ -96,7 +96,7 @@ async function init(config: Config, args: string[]): Promise<number> {
   try {
     const notifier = new Notifier(database.url, database.db, log);
     const services = createServices({ config, db: database.db, notifier, log });
-    const created = await services.tenants.initialize(name.trim());
+    const created = await services.tenants.initialize(name.trim()).finally(() => services.outbound.close());
     if (values.json) process.stdout.write(`${JSON.stringify(created)}\n`);
     else {
       process.stdout.write(

@@ -16,6 +16,15 @@ export type Config = {
   workers: boolean;
   outboundAllowlist: string[];
   detokenizeLimit: number;
+  jobPollMs: number;
+  jobConcurrency: number;
+  jobLeaseSeconds: number;
+  jobBackoffBaseMs: number;
+  jobBackoffMaxMs: number;
+  jobRetentionDays: number;
+  jobDeadRetentionDays: number;
+  webhookMaxAttempts: number;
+  webhookTimeoutMs: number;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -52,6 +61,15 @@ export function loadConfig(env: Env = process.env): Config {
     workers: read.oneOf('WORKERS', '1', ['0', '1']) === '1',
     outboundAllowlist: read.list('OUTBOUND_ALLOWLIST'),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
+    jobPollMs: read.int('JOB_POLL_MS', 500, 10, 60_000),
+    jobConcurrency: read.int('JOB_CONCURRENCY', 10, 1, 1000),
+    jobLeaseSeconds: read.int('JOB_LEASE_SECONDS', 60, 1, 3600),
+    jobBackoffBaseMs: read.int('JOB_BACKOFF_BASE_MS', 1000, 1, 3_600_000),
+    jobBackoffMaxMs: read.int('JOB_BACKOFF_MAX_MS', 3_600_000, 1, 86_400_000),
+    jobRetentionDays: read.int('JOB_RETENTION_DAYS', 7, 1, 3650),
+    jobDeadRetentionDays: read.int('JOB_DEAD_RETENTION_DAYS', 30, 1, 3650),
+    webhookMaxAttempts: read.int('WEBHOOK_MAX_ATTEMPTS', 8, 1, 50),
+    webhookTimeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

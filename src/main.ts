@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, createServices, type Services } from './app.ts';
 import type { Config } from './config.ts';
 import { Notifier } from './db/notifications.ts';
+import { JobRunner } from './db/jobs.ts';
 import { openDatabase, type OpenDatabase } from './db/open.ts';
 import type { Logger } from './logger.ts';
 import { startSweeper } from './sweeper.ts';
@@ -16,19 +17,32 @@ export type Running = {
   stop(): Promise<void>;
 };
 
-/** Process entry for `coffer serve`: config → database → app → listen; the sweeper runs in-process. */
+/** Process entry for `coffer serve`: config → database → app → listen; sweeper and job runner run in-process. */
 export async function start(config: Config, log: Logger): Promise<Running> {
   const database = await openDatabase(config, log, { takeOwnership: true, migrate: true });
   const notifier = new Notifier(database.url, database.db, log);
   let app: FastifyInstance | undefined;
   let stopSweeper = () => {};
+  let services: Services | undefined;
+  let jobs: JobRunner | undefined;
   try {
     await notifier.start();
-    const services = createServices({ config, db: database.db, notifier, log });
+    services = createServices({ config, db: database.db, notifier, log });
     const first = await services.tenants.initializeIfEmpty('Default');
     app = await buildApp({ config, db: database.db, log, services });
     const url = await app.listen({ port: config.port, host: config.host });
-    if (config.workers) stopSweeper = startSweeper(services, database.db, log, config.sweepIntervalSeconds);
+    if (config.workers) {
+      stopSweeper = startSweeper(services, database.db, log, config);
+      jobs = new JobRunner(database.db, services.jobHandlers, {
+        log,
+        pollMs: config.jobPollMs,
+        concurrency: config.jobConcurrency,
+        leaseMs: config.jobLeaseSeconds * 1000,
+        backoffBaseMs: config.jobBackoffBaseMs,
+        backoffMaxMs: config.jobBackoffMaxMs,
+      });
+      jobs.start();
+    }
     let stopped = false;
     const running: Running = {
       app,
@@ -40,7 +54,9 @@ export async function start(config: Config, log: Logger): Promise<Running> {
         if (stopped) return;
         stopped = true;
         stopSweeper();
-        await app!.close();
+        // Running jobs finish (bounded) while the database is still open; unfinished ones are retried after their lease.
+        await Promise.all([jobs?.stop(), app!.close()]);
+        await services!.outbound.close();
         await notifier.close();
         await database.close();
       },
@@ -48,7 +64,9 @@ export async function start(config: Config, log: Logger): Promise<Running> {
     return running;
   } catch (err) {
     stopSweeper();
+    await jobs?.stop();
     await app?.close().catch(() => {});
+    await services?.outbound.close().catch(() => {});
     await notifier.close();
     await database.close();
     throw err;

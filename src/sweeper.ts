@@ -1,30 +1,48 @@
 import type { Logger } from './logger.ts';
 import type { Services } from './app.ts';
+import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
+import { sweepJobs } from './db/jobs.ts';
 import { sweepIdempotencyKeys } from './http/idempotency.ts';
 
 /**
  * Periodic clean-up of what has expired. Expired things stop working at their expiry
  * instant (every read checks the time); the sweep only removes them. Deletions are
- * conditional on expiry, so several processes sweeping at once do no harm.
+ * conditional on expiry, so several processes sweeping at once do no harm. Each sweep
+ * runs on its own: one failing does not hold back the others.
  */
-export function startSweeper(services: Services, db: Database, log: Logger, intervalSeconds: number): () => void {
+export function startSweeper(
+  services: Services,
+  db: Database,
+  log: Logger,
+  config: Pick<Config, 'sweepIntervalSeconds' | 'jobRetentionDays' | 'jobDeadRetentionDays'>,
+): () => void {
+  const sweeps: [string, () => Promise<unknown>][] = [
+    ['applications', () => services.applications.sweepExpired()],
+    ['sessions', () => services.sessions.sweepExpired()],
+    ['tokens', () => services.tokens.sweepExpired()],
+    ['idempotency keys', () => sweepIdempotencyKeys(db)],
+    ['finished jobs', () => sweepJobs(db, { doneDays: config.jobRetentionDays, deadDays: config.jobDeadRetentionDays })],
+    // Delivery records explain dead-lettered deliveries, so they are kept as long as dead jobs.
+    ['webhook deliveries', () => services.webhooks.sweepDeliveries(config.jobDeadRetentionDays)],
+  ];
   let running = false;
   const sweep = async () => {
     if (running) return;
     running = true;
     try {
-      await services.applications.sweepExpired();
-      await services.sessions.sweepExpired();
-      await services.tokens.sweepExpired();
-      await sweepIdempotencyKeys(db);
-    } catch (err) {
-      log.error({ err: (err as Error).message }, 'expiry sweep failed; it will run again');
+      for (const [what, run] of sweeps) {
+        try {
+          await run();
+        } catch (err) {
+          log.error({ err: (err as Error).message, sweep: what }, 'expiry sweep failed; it will run again');
+        }
+      }
     } finally {
       running = false;
     }
   };
-  const timer = setInterval(sweep, intervalSeconds * 1000);
+  const timer = setInterval(sweep, config.sweepIntervalSeconds * 1000);
   timer.unref();
   void sweep();
   return () => clearInterval(timer);

@@ -34,33 +34,36 @@ export function killServed(): void {
 
 export type Served = { child: ChildProcess; url: string; firstKey: string | undefined; stdout(): string; stop(): Promise<number | null> };
 
-/** Starts `coffer serve` on a free port and waits until it listens. */
+/** Starts `coffer serve` on a free port and waits until it listens (and, on a first start, printed its key). */
 export function serve(env: Record<string, string>): Promise<Served> {
   const child = spawn(process.execPath, ['src/cli.ts', 'serve'], { cwd: root, env: childEnv({ PORT: '0', ...env }) });
+  children.add(child);
   let stdout = '';
   let stderr = '';
-  children.add(child);
-  const exited = new Promise<number | null>((r) => child.on('close', (code) => {
-    children.delete(child);
-    // The child's log stream joins the others in the final scan for leaked secrets.
-    const logDir = process.env.COFFER_TEST_LOG_DIR;
-    if (logDir) fs.writeFileSync(path.join(logDir, `serve-${child.pid}.log`), stdout);
-    r(code);
-  }));
+  const exited = new Promise<number | null>((r) =>
+    child.on('close', (code) => {
+      children.delete(child);
+      // The child's log stream joins the others in the final scan for leaked secrets.
+      const logDir = process.env.COFFER_TEST_LOG_DIR;
+      if (logDir) fs.writeFileSync(path.join(logDir, `serve-${child.pid}.log`), stdout);
+      r(code);
+    }),
+  );
+  const keyLine = /^ {2}(key_\S+)$/m;
+  // "coffer ready" says whether a first-start key was printed; stderr may arrive after stdout.
+  const readyLine = /"url":"(http:\/\/127\.0\.0\.1:\d+)","first_start":(true|false),"msg":"coffer ready"/;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
       reject(new Error(`serve did not start:\n${stdout}\n${stderr}`));
     }, 60_000);
-    child.stderr!.on('data', (d) => (stderr += d));
-    child.stdout!.on('data', (d) => {
-      stdout += d;
-      // "coffer ready" is logged after the first-start key was written to stderr.
-      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)","msg":"coffer ready"/.exec(stdout);
-      if (!m) return;
+    let done = false;
+    const check = () => {
+      const m = readyLine.exec(stdout);
+      if (done || !m || (m[2] === 'true' && !keyLine.test(stderr))) return;
+      done = true;
       clearTimeout(timer);
-      // The first-start key is written to stderr just before listening.
-      const key = /^ {2}(key_\S+)$/m.exec(stderr)?.[1];
+      const key = keyLine.exec(stderr)?.[1];
       if (key) rememberSecret(key);
       resolve({
         child,
@@ -72,10 +75,18 @@ export function serve(env: Record<string, string>): Promise<Served> {
           return exited;
         },
       });
+    };
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+      check();
+    });
+    child.stdout!.on('data', (d) => {
+      stdout += d;
+      check();
     });
     exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}:\n${stdout}\n${stderr}`));
+      if (!done) reject(new Error(`serve exited with ${code}:\n${stdout}\n${stderr}`));
     });
   });
 }

@@ -1,0 +1,316 @@
+import net from 'node:net';
+import { type Readable, Transform } from 'node:stream';
+import type { ConnectionOptions } from 'node:tls';
+import { Agent, type Dispatcher } from 'undici';
+import { createGuardedConnector, type Resolver, systemResolver } from './connect.ts';
+import { describeTarget, OutboundError, toOutboundError } from './errors.ts';
+import { BODY_HEADERS, CREDENTIAL_HEADERS, type HeaderMap, prepareHeaders, prepareMethod, responseHeaders, withoutHeaders } from './headers.ts';
+import { AddressPolicy, stripBrackets } from './policy.ts';
+
+export { OutboundError } from './errors.ts';
+export type { OutboundCode } from './errors.ts';
+export type { ResolvedAddress, Resolver } from './connect.ts';
+
+export type OutboundOptions = {
+  /** OUTBOUND_ALLOWLIST entries: hostnames, IPs (v4/v6) or CIDRs allowed even if private/loopback. */
+  allowlist: string[];
+  /** Total deadline per request — connect, redirects, headers and body — default 25 s. */
+  timeoutMs?: number;
+  /** Largest response body `request` buffers, default 10 MiB. */
+  maxResponseBytes?: number;
+  /** Redirects followed when a request asks to follow them, default 5. */
+  maxRedirects?: number;
+  /** Keep-alive pool size per origin, default 64. */
+  connections?: number;
+  /** A single connection attempt gives up after this long, default 10 s (the request deadline still applies). */
+  connectTimeoutMs?: number;
+  /** Extra trusted CAs for TLS (tests, on-premises destinations); the system store is used without it. */
+  ca?: ConnectionOptions['ca'];
+  /** Replaces the system resolver (tests, custom DNS). Every address it returns is still checked. */
+  resolve?: Resolver;
+};
+
+export type OutboundRequest = {
+  url: string;
+  /** Default GET. */
+  method?: string;
+  headers?: Record<string, string | string[]>;
+  body?: string | Uint8Array;
+  timeoutMs?: number;
+  maxResponseBytes?: number;
+  /** Default false (webhooks and proxies report a redirect as it is); reactor fetch follows. */
+  followRedirects?: boolean;
+};
+
+export type OutboundResponse = {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer;
+  /** The final URL, after redirects. */
+  url: string;
+};
+
+export type OutboundStream = {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Readable;
+  /** The final URL, after redirects. */
+  url: string;
+};
+
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
+const DEFAULT_TIMEOUT_MS = 25_000;
+const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
+const DEFAULT_MAX_REDIRECTS = 5;
+const DEFAULT_CONNECTIONS = 64;
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The one HTTP client for every outbound call Coffer makes (reactor fetch, webhook
+ * deliveries, proxies). It refuses private, loopback, link-local and reserved
+ * destinations — checked on the resolved address of every new connection and on every
+ * redirect hop — bounds every call by a total deadline and a response size, and pools
+ * keep-alive connections per origin. See docs/outbound.md.
+ */
+export class OutboundClient {
+  readonly #policy: AddressPolicy;
+  readonly #agent: Agent;
+  readonly #timeoutMs: number;
+  readonly #maxResponseBytes: number;
+  readonly #maxRedirects: number;
+
+  constructor(options: OutboundOptions) {
+    this.#policy = new AddressPolicy(options.allowlist ?? []);
+    this.#timeoutMs = positive(options.timeoutMs, DEFAULT_TIMEOUT_MS, 'timeoutMs');
+    this.#maxResponseBytes = positive(options.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES, 'maxResponseBytes');
+    this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
+    if (!Number.isInteger(this.#maxRedirects) || this.#maxRedirects < 0) throw new TypeError('maxRedirects must be a non-negative integer');
+    const connections = positive(options.connections, DEFAULT_CONNECTIONS, 'connections');
+    this.#agent = new Agent({
+      connections,
+      connect: createGuardedConnector({
+        policy: this.#policy,
+        resolve: options.resolve ?? systemResolver,
+        connectTimeoutMs: positive(options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs'),
+        ca: options.ca,
+      }),
+    });
+  }
+
+  /**
+   * Throws OutboundError('invalid_url') unless an absolute http(s) URL without
+   * credentials; 'blocked_address' if the host is a literal IP in a blocked range
+   * (hostnames are checked at connect time, on the addresses they resolve to).
+   */
+  validateUrl(url: string): URL {
+    if (typeof url !== 'string') throw new OutboundError('invalid_url', 'the URL must be a string');
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new OutboundError('invalid_url', 'the URL is not an absolute URL');
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new OutboundError('invalid_url', `the URL scheme ${parsed.protocol} is not allowed; use http: or https:`);
+    }
+    if (parsed.username !== '' || parsed.password !== '') {
+      throw new OutboundError('invalid_url', 'the URL must not contain credentials; send them in a header');
+    }
+    // WHATWG parsing already turned "2130706433", "0x7f.1" and "[::ffff:127.0.0.1]" into canonical IPs.
+    const host = stripBrackets(parsed.hostname);
+    if (host === '') throw new OutboundError('invalid_url', 'the URL has no host');
+    if (net.isIP(host) !== 0 && !this.#policy.allowsAddress(host)) {
+      throw new OutboundError('blocked_address', `${host} is a private, loopback or reserved address`);
+    }
+    return parsed;
+  }
+
+  async request(req: OutboundRequest): Promise<OutboundResponse> {
+    const timeoutMs = perCall(req?.timeoutMs, this.#timeoutMs, 'timeoutMs');
+    const limit = perCall(req?.maxResponseBytes, this.#maxResponseBytes, 'maxResponseBytes');
+    const deadline = new Deadline(timeoutMs);
+    const state: HopState = { url: undefined };
+    try {
+      const { response, url } = await this.#send(req, deadline, false, state);
+      const body = await readLimited(response, limit, url);
+      return { status: response.statusCode, headers: responseHeaders(response.headers), body, url: url.href };
+    } catch (err) {
+      throw toOutboundError(err, state.url, deadline.passed);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /**
+   * For proxies: the same checks and deadline, but the body is handed over as a
+   * stream instead of being buffered. The deadline keeps running until the body ends
+   * (or the caller destroys it); when it passes, the stream errors with 'timeout'.
+   * A size limit applies only when `maxResponseBytes` is given on the call. An explicit
+   * `connection` header is passed through (see docs/outbound.md).
+   */
+  async stream(req: OutboundRequest): Promise<OutboundStream> {
+    const timeoutMs = perCall(req?.timeoutMs, this.#timeoutMs, 'timeoutMs');
+    const limit = perCall(req?.maxResponseBytes, Infinity, 'maxResponseBytes');
+    const deadline = new Deadline(timeoutMs);
+    const state: HopState = { url: undefined };
+    let hop: Hop;
+    try {
+      hop = await this.#send(req, deadline, true, state);
+      if (declaredLength(hop.response) > limit) throw tooLarge(hop.url, limit, hop.response);
+    } catch (err) {
+      deadline.clear();
+      throw toOutboundError(err, state.url, deadline.passed);
+    }
+    const { response, url } = hop;
+    const source = response.body;
+    let seen = 0;
+    const body = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        seen += chunk.length;
+        if (seen > limit) callback(tooLarge(url, limit));
+        else callback(null, chunk);
+      },
+    });
+    source.on('error', (err) => body.destroy(toOutboundError(err, url, deadline.passed)));
+    deadline.signal.addEventListener('abort', () => body.destroy(toOutboundError(undefined, url, true)), { once: true });
+    body.on('close', () => {
+      deadline.clear();
+      if (!source.destroyed) source.destroy();
+    });
+    source.pipe(body);
+    return { status: response.statusCode, headers: responseHeaders(response.headers), body, url: url.href };
+  }
+
+  /** Closes pooled connections once in-flight requests finish. */
+  async close(): Promise<void> {
+    await this.#agent.close();
+  }
+
+  async #send(req: OutboundRequest, deadline: Deadline, streaming: boolean, state: HopState): Promise<Hop> {
+    if (req === null || typeof req !== 'object') throw new OutboundError('invalid_request', 'the request must be an object');
+    let url = this.validateUrl(req.url);
+    state.url = url;
+    let method = prepareMethod(req.method);
+    let headers = prepareHeaders(req.headers, streaming);
+    let body = req.body;
+    if (body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array)) {
+      throw new OutboundError('invalid_request', 'the body must be a string or bytes');
+    }
+    const follow = req.followRedirects === true;
+
+    for (let redirects = 0; ; redirects++) {
+      const response = await this.#agent.request({
+        origin: url.origin,
+        path: `${url.pathname}${url.search}`,
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body,
+        signal: deadline.signal,
+        // The one total deadline governs; undici's own idle timers would only race it.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+      const location = response.headers.location;
+      if (!follow || !REDIRECT_STATUSES.has(response.statusCode) || typeof location !== 'string') return { response, url };
+
+      // Free the connection for reuse; a large redirect body just closes it.
+      await response.body.dump().catch(() => {});
+      if (redirects >= this.#maxRedirects) {
+        throw new OutboundError('too_many_redirects', `more than ${this.#maxRedirects} redirects, last from ${describeTarget(url)}`);
+      }
+      let next: URL;
+      try {
+        next = new URL(location, url);
+      } catch {
+        throw new OutboundError('invalid_url', `redirect from ${describeTarget(url)} has an invalid Location`);
+      }
+      try {
+        next = this.validateUrl(next.href);
+      } catch (err) {
+        const e = err as OutboundError;
+        throw new OutboundError(e.code, `redirect from ${describeTarget(url)} refused: ${e.message}`);
+      }
+      // Fetch semantics: 303 turns anything but HEAD into GET; 301/302 turn POST into GET.
+      const status = response.statusCode;
+      if ((status === 303 && method !== 'HEAD') || ((status === 301 || status === 302) && method === 'POST')) {
+        method = 'GET';
+        body = undefined;
+        headers = withoutHeaders(headers, BODY_HEADERS);
+      }
+      // Credentials were meant for the origin that got them, not wherever it points.
+      if (next.origin !== url.origin) headers = withoutHeaders(headers, CREDENTIAL_HEADERS);
+      if (next.hash === '' && url.hash !== '') next.hash = url.hash;
+      url = next;
+      state.url = url;
+    }
+  }
+}
+
+type HopState = { url: URL | undefined };
+type Hop = { response: Dispatcher.ResponseData; url: URL };
+
+/** One total deadline per call: connect, every redirect hop, headers and body. */
+class Deadline {
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+  passed = false;
+
+  constructor(ms: number) {
+    // setTimeout treats anything above 2^31-1 ms as 1 ms; clamp rather than fire at once.
+    this.#timer = setTimeout(() => {
+      this.passed = true;
+      this.#controller.abort(new OutboundError('timeout', `no complete response within ${ms} ms`));
+    }, Math.min(ms, 2 ** 31 - 1));
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
+
+/** Reads the body, stopping (and dropping the connection) as soon as it passes the limit. */
+async function readLimited(response: Dispatcher.ResponseData, limit: number, url: URL): Promise<Buffer> {
+  const body = response.body;
+  if (declaredLength(response) > limit) {
+    body.destroy();
+    throw tooLarge(url, limit, response);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      throw tooLarge(url, limit);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+function declaredLength(response: Dispatcher.ResponseData): number {
+  const raw = response.headers['content-length'];
+  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
+  return Number.isFinite(n) ? n : -1;
+}
+
+function tooLarge(url: URL, limit: number, response?: Dispatcher.ResponseData): OutboundError {
+  response?.body.destroy();
+  return new OutboundError('too_large', `response from ${describeTarget(url)} exceeds the ${limit}-byte limit`);
+}
+
+function positive(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number`);
+  return value;
+}
+
+function perCall(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || Number.isNaN(value) || value <= 0) throw new OutboundError('invalid_request', `${name} must be a positive number`);
+  return value;
+}

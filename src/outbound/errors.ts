@@ -1,0 +1,61 @@
+export type OutboundCode =
+  | 'invalid_url'
+  | 'invalid_request'
+  | 'blocked_address'
+  | 'dns_failed'
+  | 'connect_failed'
+  | 'timeout'
+  | 'too_large'
+  | 'too_many_redirects';
+
+/**
+ * Every failure of an outbound call. Messages name at most the destination's host
+ * and port and an error code — never the path or query (they may carry secrets),
+ * request bodies or header values — so they are safe to log and to show a caller.
+ */
+export class OutboundError extends Error {
+  readonly code: OutboundCode;
+
+  constructor(code: OutboundCode, message: string) {
+    super(message);
+    this.name = 'OutboundError';
+    this.code = code;
+  }
+}
+
+/** `host:port` of a URL — the most of a destination an error message may repeat. */
+export function describeTarget(url: URL | undefined): string {
+  if (!url) return 'destination';
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  return `${url.hostname}:${port}`;
+}
+
+const SYSTEM_CODE = /^[A-Z][A-Z0-9_]{1,40}$/;
+
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NODATA', 'EAI_NONAME', 'ENODATA', 'ESERVFAIL', 'ENOTIMP', 'EREFUSED']);
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
+const TOO_LARGE_CODES = new Set(['UND_ERR_HEADERS_OVERFLOW', 'UND_ERR_RES_EXCEEDED_MAX_SIZE']);
+const CONNECT_CODES = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'EHOSTDOWN', 'ENETDOWN']);
+const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO_|DEPTH_ZERO|HOSTNAME_MISMATCH/;
+const INVALID_REQUEST_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH']);
+
+/**
+ * Maps whatever undici, net, tls or dns threw onto an OutboundError. Only the error's
+ * code is kept, never its message: undici and Node messages are not ours to vet.
+ */
+export function toOutboundError(err: unknown, target: URL | undefined, deadlinePassed: boolean): OutboundError {
+  if (err instanceof OutboundError) return err;
+  const where = describeTarget(target);
+  if (deadlinePassed) return new OutboundError('timeout', `request to ${where} timed out`);
+  const raw = (err as { code?: unknown } | null)?.code;
+  const code = typeof raw === 'string' && SYSTEM_CODE.test(raw) ? raw : undefined;
+  if (code && TIMEOUT_CODES.has(code)) return new OutboundError('timeout', `request to ${where} timed out (${code})`);
+  if (code && DNS_CODES.has(code)) return new OutboundError('dns_failed', `could not resolve ${target?.hostname ?? 'host'} (${code})`);
+  if (code && INVALID_REQUEST_CODES.has(code)) return new OutboundError('invalid_request', `request to ${where} was refused by the HTTP client (${code})`);
+  if (code && TOO_LARGE_CODES.has(code)) return new OutboundError('too_large', `response headers from ${where} are too large (${code})`);
+  if (code && CONNECT_CODES.has(code)) return new OutboundError('connect_failed', `could not connect to ${where} (${code})`);
+  if (code && (code.startsWith('ERR_TLS_') || code.startsWith('ERR_SSL_') || TLS_CODES.test(code))) {
+    return new OutboundError('connect_failed', `TLS with ${where} failed (${code})`);
+  }
+  return new OutboundError('connect_failed', `the exchange with ${where} failed${code ? ` (${code})` : ''}`);
+}

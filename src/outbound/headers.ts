@@ -1,0 +1,74 @@
+import { OutboundError } from './errors.ts';
+
+export type HeaderMap = Record<string, string | string[]>;
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const BAD_VALUE = /[\0\r\n]/;
+
+/**
+ * Request headers a caller may not choose. Hop-by-hop headers describe one connection,
+ * which the pool owns; `host` comes from the URL (a forged one would route the request
+ * on a shared front end somewhere the address check never saw); `content-length` is
+ * computed from the body; `expect` is unsupported by undici.
+ */
+const DROPPED = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect']);
+
+/** Headers describing a request body, removed when a redirect turns the request into a GET. */
+export const BODY_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-location'];
+
+/** Sent to the origin that set them only; removed when a redirect crosses origins. */
+export const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization'];
+
+/**
+ * Lower-cases names, merges duplicates, validates, and drops what the caller may not set.
+ * `passConnection` (streaming proxies) keeps an explicit `connection` header: undici
+ * honours `close` (the socket is not reused) and validates the token list.
+ */
+export function prepareHeaders(input: HeaderMap | undefined, passConnection: boolean): HeaderMap {
+  const out: HeaderMap = {};
+  if (input === undefined || input === null) return out;
+  if (typeof input !== 'object') throw new OutboundError('invalid_request', 'headers must be an object');
+  for (const [rawName, rawValue] of Object.entries(input)) {
+    if (!TOKEN.test(rawName)) throw new OutboundError('invalid_request', 'a header name is not a valid HTTP token');
+    if (rawValue === undefined) continue;
+    const name = rawName.toLowerCase();
+    const values = Array.isArray(rawValue) ? rawValue : [rawValue];
+    for (const value of values) {
+      // The value itself never appears in the message.
+      if (typeof value !== 'string' || BAD_VALUE.test(value)) {
+        throw new OutboundError('invalid_request', `header "${name}" has an invalid value`);
+      }
+    }
+    if (name.startsWith('proxy-')) continue;
+    if (DROPPED.has(name) && !(passConnection && name === 'connection')) continue;
+    const existing = out[name];
+    if (existing === undefined) out[name] = Array.isArray(rawValue) ? [...rawValue] : rawValue;
+    else out[name] = [...(Array.isArray(existing) ? existing : [existing]), ...values];
+  }
+  return out;
+}
+
+export function withoutHeaders(headers: HeaderMap, names: readonly string[]): HeaderMap {
+  const out: HeaderMap = { ...headers };
+  for (const name of names) delete out[name];
+  return out;
+}
+
+const FORBIDDEN_METHODS = new Set(['CONNECT', 'TRACE', 'TRACK']);
+const NORMALIZED_METHODS = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT']);
+
+/** As fetch does: the common methods are upper-cased, CONNECT/TRACE/TRACK refused, others kept verbatim. */
+export function prepareMethod(method: string | undefined): string {
+  if (method === undefined) return 'GET';
+  if (typeof method !== 'string' || !TOKEN.test(method)) throw new OutboundError('invalid_request', 'the method is not a valid HTTP token');
+  const upper = method.toUpperCase();
+  if (FORBIDDEN_METHODS.has(upper)) throw new OutboundError('invalid_request', `method ${upper} is not allowed`);
+  return NORMALIZED_METHODS.has(upper) ? upper : method;
+}
+
+/** Response headers as plain data: lower-case names, `set-cookie` and repeats as arrays. */
+export function responseHeaders(raw: Record<string, string | string[] | undefined>): HeaderMap {
+  const out: HeaderMap = {};
+  for (const [name, value] of Object.entries(raw)) if (value !== undefined) out[name] = value;
+  return out;
+}
