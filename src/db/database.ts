@@ -73,6 +73,11 @@ export class Database {
     return this.ambient.run(tx, fn);
   }
 
+  /** Whether the caller runs inside a transaction (a request under an idempotency key, or db.transaction). */
+  inTransaction(): boolean {
+    return this.ambient.getStore() !== undefined;
+  }
+
   /** Runs fn outside any ambient transaction: for writes that must persist whatever the request does. */
   withoutAmbient<T>(fn: () => T): T {
     return this.ambient.exit(fn);

@@ -3,7 +3,7 @@ import { uuidv7 } from '../../db/ids.ts';
 import { actorType, type Principal } from '../../access/principal.ts';
 import { ApiError } from '../../http/errors.ts';
 import { cursorPage, decodeCursor } from '../../http/pagination.ts';
-import { insertEvent, listEvents, type AuditEvent } from './store.ts';
+import { insertEvent, insertEventsBatch, listEvents, type AuditEvent } from './store.ts';
 
 export type Actor = Principal | { kind: 'system'; tenantId: string };
 
@@ -21,23 +21,57 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** The audit log: one event per state change or use of a secret, written in the change's transaction. */
 export function createLogService(deps: { db: Database }) {
   const { db } = deps;
+
+  function toRow(actor: Actor, entry: AuditEntry): Omit<AuditEvent, 'created_at'> {
+    const system = actor.kind === 'system';
+    return {
+      id: uuidv7(),
+      tenant_id: actor.tenantId,
+      actor_id: system ? null : actor.actorId,
+      actor_type: system ? 'system' : actorType(actor),
+      entity_type: entry.entityType,
+      entity_id: entry.entityId,
+      operation: entry.operation,
+      message: entry.message,
+    };
+  }
+
+  // Uses of a secret outside any transaction (reads, detokenization) are written in batches:
+  // every request queued while one insert is in flight goes into the next one.
+  let queue: { row: Omit<AuditEvent, 'created_at'>; done: (err?: unknown) => void }[] = [];
+  let flushing = false;
+  async function flush(): Promise<void> {
+    flushing = true;
+    while (queue.length > 0) {
+      const batch = queue.slice(0, 500);
+      queue = queue.slice(batch.length);
+      try {
+        await db.withoutAmbient(() => insertEventsBatch(db, batch.map((b) => b.row)));
+        for (const b of batch) b.done();
+      } catch (err) {
+        for (const b of batch) b.done(err);
+      }
+    }
+    flushing = false;
+  }
+
   return {
     async record(actor: Actor, entry: AuditEntry, tx?: Tx): Promise<void> {
-      const system = actor.kind === 'system';
-      await insertEvent(
-        db,
-        actor.tenantId,
-        {
-          id: uuidv7(),
-          actor_id: system ? null : actor.actorId,
-          actor_type: system ? 'system' : actorType(actor),
-          entity_type: entry.entityType,
-          entity_id: entry.entityId,
-          operation: entry.operation,
-          message: entry.message,
-        },
-        tx,
-      );
+      const row = toRow(actor, entry);
+      const { tenant_id, ...rest } = row;
+      await insertEvent(db, tenant_id, rest, tx);
+    },
+
+    /**
+     * Records a use of a secret and resolves once the event is durable, so data is never
+     * returned unaudited. Inside a transaction it joins it; otherwise it is batched.
+     */
+    use(actor: Actor, entry: AuditEntry): Promise<void> {
+      if (db.inTransaction()) return this.record(actor, entry);
+      return new Promise((resolve, reject) => {
+        queue.push({ row: toRow(actor, entry), done: (err) => (err ? reject(err) : resolve()) });
+        if (!flushing) void flush();
+      });
     },
 
     async list(principal: Principal, q: { start?: string; size: number; entity_type?: string; entity_id?: string; start_date?: string; end_date?: string }) {

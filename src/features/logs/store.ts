@@ -21,6 +21,24 @@ export async function insertEvent(db: Database, tenantId: string, e: Omit<AuditE
   );
 }
 
+/** Many events in one statement (any tenants; each row carries its own), for batched writes. */
+export async function insertEventsBatch(db: Database, events: (Omit<AuditEvent, 'created_at'>)[]): Promise<void> {
+  await db.query(
+    `INSERT INTO audit_events (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message)
+     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])`,
+    [
+      events.map((e) => e.id),
+      events.map((e) => e.tenant_id),
+      events.map((e) => e.actor_id),
+      events.map((e) => e.actor_type),
+      events.map((e) => e.entity_type),
+      events.map((e) => e.entity_id),
+      events.map((e) => e.operation),
+      events.map((e) => e.message),
+    ],
+  );
+}
+
 export type EventFilter = { entityType?: string; entityId?: string; startDate?: string; endDate?: string; before?: string };
 
 /**

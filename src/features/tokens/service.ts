@@ -147,13 +147,10 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     // An expired token is gone from its expiry instant, so its id is free: finish that expiry
     // now, as the sweep would, rather than answer 409 for a token no one can see.
     if (input.id !== undefined) await finishExpiry(principal.tenantId, row.id, tx);
-    let stored: TokenRow;
-    try {
-      stored = await db.transaction((t) => insertToken(db, principal.tenantId, row, t), tx);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw ApiError.conflict(`A token with id "${row.id}" already exists.`);
-      throw err;
-    }
+    // No savepoint: a clash aborts the whole request anyway (tokenize is all or nothing).
+    const stored = await insertToken(db, principal.tenantId, row, tx).catch((err: unknown) => {
+      throw isUniqueViolation(err) ? ApiError.conflict(`A token with id "${row.id}" already exists.`) : err;
+    });
     await logs.record(principal, { entityType: 'token', entityId: stored.id, operation: 'create', message: `Token created (${stored.type})` }, tx);
     await events.emit(principal.tenantId, 'token.created', stored.id, eventPayload(stored), tx);
     return view(stored, transform, secret);
@@ -187,10 +184,8 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
   }
 
   async function logReveals(principal: Principal, views: TokenView[], operation: string): Promise<void> {
-    for (const v of views) {
-      if (v.transform !== 'reveal') continue;
-      await logs.record(principal, { entityType: 'token', entityId: v.row.id, operation, message: `Token data revealed (${operation})` });
-    }
+    const revealed = views.filter((v) => v.transform === 'reveal');
+    await Promise.all(revealed.map((v) => logs.use(principal, { entityType: 'token', entityId: v.row.id, operation, message: `Token data revealed (${operation})` })));
   }
 
   /**
@@ -341,9 +336,8 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
       if (missing.length) throw ApiError.field('body', `token ${missing.map((m) => `"${m}"`).join(', ')} not found`);
       const out = new Map<string, TokenView>();
       for (const row of rows) out.set(row.id, await view(row, permitted(principal, permission, row)));
-      for (const v of out.values()) {
-        await logs.record(principal, { entityType: 'token', entityId: v.row.id, operation: permission === 'token:use' ? 'use' : 'detokenize', message: `Token detokenized (${v.transform})` });
-      }
+      const operation = permission === 'token:use' ? 'use' : 'detokenize';
+      await Promise.all([...out.values()].map((v) => logs.use(principal, { entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` })));
       return out;
     },
 

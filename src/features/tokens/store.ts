@@ -59,6 +59,8 @@ export async function findToken(db: Database, tenantId: string, id: string, tx?:
 }
 
 export async function findTokens(db: Database, tenantId: string, ids: string[]): Promise<TokenRow[]> {
+  // One id (the common case) gets the primary-key plan; ANY() plans for many rows.
+  if (ids.length === 1) return db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND id = $2 AND ${LIVE}`, [tenantId, ids[0]]);
   return db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND id = ANY($2::text[]) AND ${LIVE}`, [tenantId, ids]);
 }
 
