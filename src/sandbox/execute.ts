@@ -1,0 +1,413 @@
+/**
+ * One run of user code in a warm isolate, seen from the host.
+ *
+ * Each run gets a fresh context (so no state survives between runs), prepared while the
+ * isolate waited in the pool: the runtime's globals are installed in it (prepare). The run
+ * arms it with the request and starts the user script, which calls the exported function.
+ * From then on the isolate and the host only exchange copied strings: the isolate sends
+ * messages through `port` (log, call, timer, clear, done) and the host answers by applying
+ * `control` (arm, settle, timer, poll) — each application is a "task" on the isolate's thread.
+ *
+ * The run is over when the function has settled (the isolate said "done") and no task is
+ * still executing, so the isolate is idle when it goes back to the pool. Calls and timers
+ * still pending then are dropped. The wall-time deadline is enforced here, by the host:
+ * V8's own timeout only covers a task while it executes, and code resuming after an await
+ * runs in a later task, so at the deadline the host disposes the whole isolate.
+ */
+import { randomBytes } from 'node:crypto';
+import ivm from 'isolated-vm';
+import { failure, memoryFailure, runtimeFailure, stuckFailure, timeoutFailure } from './failures.ts';
+import { byteLength, parseUntrusted, performCall, type CallContext } from './host-calls.ts';
+import type { WarmIsolate } from './pool.ts';
+import type { FetchBridge, SandboxFailure, SandboxLimits, SdkHost } from './types.ts';
+
+/**
+ * Fixed per-run bounds on what user code may ask of the host: fetch / SDK / crypto calls
+ * unfinished at once and in all, timers pending at once and in all. Each keeps a loop in user
+ * code from flooding the host's event loop with messages.
+ */
+export const MAX_PENDING_CALLS = 50;
+export const MAX_CALLS_PER_RUN = 5_000;
+export const MAX_TIMERS = 100;
+export const MAX_TIMERS_PER_RUN = 10_000;
+const MAX_LOG_LINE = 8193;
+
+export type Outcome = {
+  result: { ok: true; value: unknown } | { ok: false; error: SandboxFailure };
+  console: string[];
+  /** false: the isolate must be disposed (timed out, out of memory, or in an unknown state). */
+  healthy: boolean;
+};
+
+type Settled = { ok: true; valueJson: string | undefined } | { ok: false; error: SandboxFailure };
+
+/** Statuses user code may end a run with (besides those the host itself handed to it). */
+const USER_STATUSES = new Set([400, 401, 403, 404, 422, 429]);
+const KINDS = new Set(['user_error', 'invalid_code', 'too_large', 'memory', 'runtime']);
+
+type Port = { run: Run | undefined };
+
+class Run {
+  readonly console: string[] = [];
+  readonly #w: WarmIsolate;
+  readonly #limits: SandboxLimits;
+  readonly #calls: CallContext;
+  #deadlineAt = 0;
+  #deadline: NodeJS.Timeout | undefined;
+  readonly #timers = new Map<number, NodeJS.Timeout>();
+  /** Statuses of host errors handed to user code: a run may end with one of them. */
+  readonly #handedStatuses = new Set<number>();
+  #control: ivm.Reference | undefined;
+  #inflight = 0;
+  #pendingCalls = 0;
+  #totalCalls = 0;
+  #totalTimers = 0;
+  #settled: Settled | undefined;
+  #finished = false;
+  #resolve!: (o: Outcome) => void;
+  readonly done: Promise<Outcome>;
+
+  constructor(w: WarmIsolate, limits: SandboxLimits, calls: CallContext) {
+    this.#w = w;
+    this.#limits = limits;
+    this.#calls = calls;
+    this.done = new Promise((resolve) => (this.#resolve = resolve));
+  }
+
+  /**
+   * Arms the context with the request, then starts the user script; the wall-time limit
+   * counts from here. Both are queued at once: an isolate runs its tasks in order.
+   */
+  start(control: ivm.Reference, script: ivm.Script, context: ivm.Context, armJson: string, reqJson: string): void {
+    const ms = this.#limits.timeoutMs;
+    this.#deadlineAt = performance.now() + ms;
+    this.#deadline = setTimeout(() => this.#fatal(timeoutFailure(ms)), ms);
+    this.#control = control;
+    this.#track(control.apply(undefined, ['arm', armJson, reqJson] as never[], { timeout: this.#remaining() }));
+    // copy: the script's value is undefined unless code escaped the wrapper; never let it
+    // come out as a function (a handle into the context), only as copied data or an error.
+    this.#track(script.run(context, { timeout: this.#remaining(), copy: true }));
+  }
+
+  #remaining(): number {
+    return Math.max(1, Math.ceil(this.#deadlineAt - performance.now()));
+  }
+
+  // ---- messages from the isolate (arguments are copies, of any type: check them) -----------
+
+  onMessage(op: unknown, a: unknown, b: unknown, c: unknown): void {
+    if (this.#finished) return;
+    switch (op) {
+      case 'log':
+        if (typeof a === 'string' && this.console.length <= this.#limits.maxConsoleLines) {
+          this.console.push(a.length > MAX_LOG_LINE ? a.slice(0, MAX_LOG_LINE) : a);
+        }
+        return;
+      // Once the function has settled, the run's outcome is decided: work it asks for
+      // afterwards (an SDK call with side effects, say) is not started.
+      case 'call':
+        if (typeof a === 'number' && typeof b === 'string' && typeof c === 'string' && !this.#settled) this.#call(a, b, c);
+        return;
+      case 'timer':
+        if (typeof a === 'number' && typeof b === 'number' && !this.#settled) this.#timer(a, b);
+        return;
+      case 'clear':
+        if (typeof a === 'number') this.#clear(a);
+        return;
+      case 'done':
+        if (typeof a === 'string' && (typeof b === 'string' || b === undefined)) this.#done(a, b);
+        return;
+    }
+  }
+
+  #call(id: number, kind: string, payload: string): void {
+    if (this.#pendingCalls >= MAX_PENDING_CALLS || this.#totalCalls >= MAX_CALLS_PER_RUN) {
+      this.#deliver('settle', id, false, JSON.stringify({ status: 429, message: 'Too many calls.' }));
+      return;
+    }
+    this.#pendingCalls++;
+    this.#totalCalls++;
+    performCall(kind, payload, this.#calls).then(
+      (o) => {
+        this.#pendingCalls--;
+        if (!o.ok && o.json) this.#noteStatus(o.json);
+        this.#deliver('settle', id, o.ok, o.json);
+      },
+      () => {
+        this.#pendingCalls--;
+        this.#deliver('settle', id, false, JSON.stringify({ status: 500, message: 'The operation failed.' }));
+      },
+    );
+  }
+
+  #noteStatus(json: string): void {
+    try {
+      const status = (JSON.parse(json) as { status?: unknown }).status;
+      if (typeof status === 'number') this.#handedStatuses.add(status);
+    } catch {
+      // not JSON: nothing handed over
+    }
+  }
+
+  /** Arms timer `id` (again, for an interval: each firing counts against the per-run total). */
+  #timer(id: number, ms: number): void {
+    if (this.#timers.has(id) || this.#timers.size >= MAX_TIMERS || this.#totalTimers >= MAX_TIMERS_PER_RUN) return;
+    this.#totalTimers++;
+    // Never shortened to the deadline: a timer must not fire before its time. All are
+    // cleared when the run ends.
+    const delay = Math.min(Math.max(0, ms), 2_147_483_647);
+    this.#timers.set(
+      id,
+      setTimeout(() => {
+        this.#timers.delete(id);
+        this.#deliver('timer', id);
+      }, delay),
+    );
+  }
+
+  #clear(id: number): void {
+    const t = this.#timers.get(id);
+    if (!t) return;
+    clearTimeout(t);
+    this.#timers.delete(id);
+    this.#maybeOver();
+  }
+
+  #done(metaJson: string, valueJson: string | undefined): void {
+    if (this.#settled) return;
+    let meta: Record<string, unknown>;
+    try {
+      meta = parseUntrusted(metaJson) as Record<string, unknown>;
+      if (meta === null || typeof meta !== 'object') throw new Error('not an object');
+    } catch {
+      this.#settled = { ok: false, error: failure(422, 'user_error', 'The code ended in an unreadable state.') };
+      this.#maybeOver();
+      return;
+    }
+    if (meta.ok === true) {
+      if (valueJson !== undefined && byteLength(valueJson) > this.#limits.maxIoBytes) {
+        this.#settled = { ok: false, error: failure(422, 'too_large', `The returned value is larger than ${this.#limits.maxIoBytes} bytes as JSON.`) };
+      } else {
+        this.#settled = { ok: true, valueJson };
+      }
+    } else {
+      this.#settled = { ok: false, error: this.#userFailure(meta) };
+    }
+    this.#maybeOver();
+  }
+
+  /** The failure user code reported, trusting no field of it. */
+  #userFailure(meta: Record<string, unknown>): SandboxFailure {
+    let kind = typeof meta.kind === 'string' && KINDS.has(meta.kind) ? (meta.kind as SandboxFailure['kind']) : 'user_error';
+    let status = typeof meta.status === 'number' ? meta.status : 422;
+    if (kind === 'invalid_code') status = 400;
+    else if (kind === 'too_large' || kind === 'memory') status = 422;
+    else if (!USER_STATUSES.has(status) && !this.#handedStatuses.has(status)) status = 422;
+    if (kind === 'runtime' && status < 500) kind = 'user_error';
+    if (status >= 500) kind = 'runtime';
+    const message = typeof meta.message === 'string' && meta.message !== '' ? meta.message.slice(0, 2001) : 'The code threw an error.';
+    let data: unknown;
+    if (typeof meta.data === 'string' && byteLength(meta.data) <= this.#limits.maxIoBytes) {
+      try {
+        data = parseUntrusted(meta.data);
+      } catch {
+        data = undefined;
+      }
+    }
+    return failure(status, kind, message, data);
+  }
+
+  // ---- tasks on the isolate ------------------------------------------------------------------
+
+  #deliver(command: string, ...args: unknown[]): void {
+    if (this.#finished || this.#settled || !this.#control) return;
+    this.#track(this.#control.apply(undefined, [command, ...args] as never[], { timeout: this.#remaining() }));
+  }
+
+  #track(task: Promise<unknown>): void {
+    this.#inflight++;
+    task.then(
+      () => {
+        this.#inflight--;
+        this.#maybeOver();
+      },
+      (err) => {
+        this.#inflight--;
+        this.#taskFailed(err);
+        this.#maybeOver();
+      },
+    );
+  }
+
+  #taskFailed(err: unknown): void {
+    if (this.#finished) return;
+    const message = err instanceof Error ? err.message : String(err);
+    if (this.#w.isolate.isDisposed || /^Isolate was disposed|^Isolate is disposed/.test(message)) {
+      this.#fatal(/memory limit/.test(message) ? memoryFailure(this.#w.memoryMb) : runtimeFailure());
+    } else if (message === 'Script execution timed out.') {
+      this.#fatal(timeoutFailure(this.#limits.timeoutMs));
+    } else if (!this.#settled) {
+      // An exception nothing caught: a rejection left unhandled when a task ended, or code
+      // that escaped the function wrapper. Node would crash; the run fails.
+      const name = err instanceof Error && err.name !== 'Error' ? `${err.name}: ` : '';
+      this.#settled = { ok: false, error: failure(422, 'user_error', `${name}${message}`.slice(0, 2001)) };
+    }
+  }
+
+  #maybeOver(): void {
+    if (this.#finished || this.#inflight > 0) return;
+    if (this.#settled) {
+      this.#finish(this.#settled, this.#settled.ok || this.#settled.error.kind !== 'memory');
+      return;
+    }
+    if (this.#pendingCalls === 0 && this.#timers.size === 0) this.#poll();
+  }
+
+  /**
+   * Nothing is executing, nothing is pending on the host, and the function has not settled:
+   * unless a message is still on its way, it never will. Ask the isolate, which knows.
+   */
+  #poll(): void {
+    if (!this.#control) return;
+    this.#inflight++;
+    this.#control.apply(undefined, ['poll'] as never[], { timeout: this.#remaining() }).then(
+      (json: unknown) => {
+        this.#inflight--;
+        if (this.#finished) return;
+        let state: { finished?: unknown; pending?: unknown } = {};
+        try {
+          state = JSON.parse(String(json));
+        } catch {
+          // treated as stuck below
+        }
+        const quiet = this.#inflight === 0 && this.#pendingCalls === 0 && this.#timers.size === 0;
+        if (this.#settled) this.#maybeOver();
+        else if (quiet && state.finished !== true && state.pending === 0) this.#fatal(stuckFailure(), true);
+        // otherwise a message is in flight; its arrival moves the run on
+      },
+      (err) => {
+        this.#inflight--;
+        this.#taskFailed(err);
+        this.#maybeOver();
+      },
+    );
+  }
+
+  /** Ends the run now; the isolate is disposed unless `healthy`. */
+  #fatal(error: SandboxFailure, healthy = false): void {
+    if (this.#finished) return;
+    this.#finish({ ok: false, error }, healthy);
+    if (!healthy) {
+      try {
+        this.#w.isolate.dispose();
+      } catch {
+        // already disposed
+      }
+    }
+  }
+
+  #finish(settled: Settled, healthy: boolean): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    clearTimeout(this.#deadline);
+    for (const t of this.#timers.values()) clearTimeout(t);
+    this.#timers.clear();
+    let result: Outcome['result'];
+    if (settled.ok) {
+      try {
+        result = { ok: true, value: settled.valueJson === undefined ? undefined : parseUntrusted(settled.valueJson) };
+      } catch {
+        result = { ok: false, error: failure(422, 'user_error', 'The returned value is not valid JSON.') };
+      }
+    } else {
+      result = settled;
+    }
+    this.#resolve({ result, console: this.console, healthy });
+  }
+
+  /** Gives up a run that could not start. */
+  abandon(): void {
+    this.#finished = true;
+    clearTimeout(this.#deadline);
+  }
+
+  release(): void {
+    this.#control = undefined;
+  }
+}
+
+export type ExecuteInput = {
+  reqJson: string;
+  limits: SandboxLimits;
+  sdk?: SdkHost;
+  fetch?: FetchBridge;
+};
+
+/** A fresh context with the runtime installed, made while the isolate waits in the pool. */
+export type Prepared = { context: ivm.Context; control: ivm.Reference; port: Port };
+
+/**
+ * Makes the context for the next run, asynchronously: the work happens on an isolate thread,
+ * off the host's event loop, and usually while the isolate is idle between runs.
+ */
+export async function prepare(w: WarmIsolate): Promise<Prepared> {
+  const context = await w.isolate.createContext();
+  try {
+    const port: Port = { run: undefined };
+    const callback = new ivm.Callback((op: unknown, a: unknown, b: unknown, c: unknown) => port.run?.onMessage(op, a, b, c), { ignored: true });
+    // Queued in order on the isolate's thread: the global is set before the runtime reads it.
+    context.global.setIgnored('__coffer_port', callback);
+    const control = (await w.runtime.run(context, { reference: true })) as ivm.Reference;
+    return { context, control, port };
+  } catch (err) {
+    releaseQuietly(context);
+    throw err;
+  }
+}
+
+export function discardPrepared(p: Prepared): void {
+  p.port.run = undefined;
+  releaseQuietly(p.control);
+  releaseQuietly(p.context);
+}
+
+function releaseQuietly(handle: { release(): void }): void {
+  try {
+    handle.release();
+  } catch {
+    // gone with the isolate
+  }
+}
+
+/** Runs the compiled user script of `w` once, in the prepared context `p` (used up). Never throws. */
+export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput): Promise<Outcome> {
+  const { limits } = input;
+  const sdkMethods = input.sdk ? Object.keys(input.sdk).filter((k) => typeof input.sdk![k] === 'function') : null;
+  const arm = JSON.stringify({
+    limits: {
+      maxIoBytes: limits.maxIoBytes,
+      maxConsoleLines: limits.maxConsoleLines,
+      maxTimers: MAX_TIMERS,
+      maxTimersPerRun: MAX_TIMERS_PER_RUN,
+      maxPendingCalls: MAX_PENDING_CALLS,
+      maxCallsPerRun: MAX_CALLS_PER_RUN,
+    },
+    sdk: sdkMethods,
+    seed: randomBytes(32).toString('base64'),
+  });
+  const run = new Run(w, limits, { sdk: input.sdk, fetch: input.fetch, maxIoBytes: limits.maxIoBytes });
+  p.port.run = run;
+  try {
+    // Never a synchronous call into the isolate here: it would block the event loop for as
+    // long as the isolate takes to let go, a garbage collection of its old contexts included.
+    run.start(p.control, w.script!, p.context, arm, input.reqJson);
+  } catch {
+    run.abandon();
+    discardPrepared(p);
+    return { result: { ok: false, error: w.isolate.isDisposed ? memoryFailure(w.memoryMb) : runtimeFailure() }, console: [], healthy: false };
+  }
+  const outcome = await run.done;
+  run.release();
+  discardPrepared(p);
+  return outcome;
+}

@@ -1,0 +1,194 @@
+/**
+ * The isolated runtime for user code (reactors, proxy transforms). Each run executes
+ * CommonJS code `module.exports = async function (req) { … }` in a V8 isolate of its own
+ * (isolated-vm): nothing of the host process is reachable from it, and everything it asks
+ * of the host (fetch, SDK methods, crypto) crosses as copied JSON. See docs/reactors.md.
+ *
+ * The host hands in what the code may use — an SdkHost and a FetchBridge — so this folder
+ * knows nothing of features: permissions are the host's business.
+ */
+import ivm from 'isolated-vm';
+import { execute, prepare } from './execute.ts';
+import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
+import { byteLength } from './host-calls.ts';
+import { createWarmIsolate, disposeWarmIsolate, IsolatePool, type WarmIsolate } from './pool.ts';
+import { USER_FILENAME, WRAPPER_HEAD, wrapUserCode } from './runtime.ts';
+import type { RunRequest, RunResult, SandboxFailure, SandboxLimits } from './types.ts';
+
+export type { FetchBridge, FetchRequest, FetchResponse, RunRequest, RunResult, SandboxFailure, SandboxLimits, SdkHost } from './types.ts';
+
+export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({
+  memoryMb: 128,
+  timeoutMs: 30_000,
+  maxCodeChars: 50_000,
+  maxIoBytes: 1_048_576,
+  maxConsoleLines: 200,
+});
+
+export const DEFAULT_MAX_WARM_ISOLATES = 50;
+
+/** Positive finite numbers win; anything else falls back to `base`. Memory is at least 8 MB (V8's floor). */
+function mergeLimits(base: SandboxLimits, over: Partial<SandboxLimits> | undefined): SandboxLimits {
+  const out = { ...base };
+  if (over) {
+    for (const k of Object.keys(base) as (keyof SandboxLimits)[]) {
+      const v = over[k];
+      if (typeof v === 'number' && Number.isFinite(v) && v > 0) out[k] = Math.floor(v);
+    }
+  }
+  out.memoryMb = Math.max(8, out.memoryMb);
+  out.timeoutMs = Math.min(out.timeoutMs, 2_147_483_647); // a longer setTimeout would fire at once
+  return out;
+}
+
+function codeTooLong(code: string, max: number): SandboxFailure | undefined {
+  return code.length > max ? failure(400, 'invalid_code', `The code is ${code.length} characters long; the limit is ${max}.`) : undefined;
+}
+
+function lineCount(code: string): number {
+  let n = 1;
+  for (let i = code.indexOf('\n'); i >= 0; i = code.indexOf('\n', i + 1)) n++;
+  return n;
+}
+
+function compileFailure(err: unknown, code: string): SandboxFailure {
+  if (err instanceof Error && err.name === 'SyntaxError') return syntaxFailure(err.message, WRAPPER_HEAD.length, lineCount(code));
+  return runtimeFailure();
+}
+
+export class Sandbox {
+  readonly #limits: SandboxLimits;
+  readonly #pool: IsolatePool;
+  readonly #busy = new Set<WarmIsolate>();
+  #checker: ivm.Isolate | undefined;
+  #disposed = false;
+
+  constructor(opts: { maxWarmIsolates?: number; limits?: Partial<SandboxLimits> } = {}) {
+    this.#limits = mergeLimits(DEFAULT_LIMITS, opts.limits);
+    const max = opts.maxWarmIsolates;
+    this.#pool = new IsolatePool(typeof max === 'number' && Number.isFinite(max) && max >= 0 ? Math.floor(max) : DEFAULT_MAX_WARM_ISOLATES);
+  }
+
+  /** Idle isolates kept warm right now (for tests and metrics). */
+  get warmIsolates(): number {
+    return this.#pool.size;
+  }
+
+  /** Compile-check only (no code runs), for write-time validation: syntax and length. */
+  check(code: string): SandboxFailure | undefined {
+    if (typeof code !== 'string') return failure(400, 'invalid_code', 'The code must be a string.');
+    const tooLong = codeTooLong(code, this.#limits.maxCodeChars);
+    if (tooLong) return tooLong;
+    let f = this.#compileCheck(code);
+    if (f?.kind === 'runtime') f = this.#compileCheck(code); // once more, in a new checker isolate
+    return f;
+  }
+
+  #compileCheck(code: string): SandboxFailure | undefined {
+    try {
+      // A small isolate that only ever compiles: no tenant's code runs in it.
+      this.#checker ??= new ivm.Isolate({ memoryLimit: 32 });
+      this.#checker.compileScriptSync(wrapUserCode(code), { filename: USER_FILENAME }).release();
+      return undefined;
+    } catch (err) {
+      const f = compileFailure(err, code);
+      if (f.kind === 'runtime') {
+        try {
+          this.#checker?.dispose();
+        } catch {
+          // already gone
+        }
+        this.#checker = undefined;
+      }
+      return f;
+    }
+  }
+
+  /** Runs the code once. Never throws: whatever the code does comes back as `ok: false`. */
+  async run(r: RunRequest): Promise<RunResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round((performance.now() - started) * 1000) / 1000;
+    try {
+      const outcome = await this.#run(r);
+      return outcome.result.ok
+        ? { ok: true, value: outcome.result.value, console: outcome.console, durationMs: elapsed() }
+        : { ok: false, error: outcome.result.error, console: outcome.console, durationMs: elapsed() };
+    } catch {
+      return { ok: false, error: runtimeFailure(), console: [], durationMs: elapsed() };
+    }
+  }
+
+  async #run(r: RunRequest): Promise<{ result: { ok: true; value: unknown } | { ok: false; error: SandboxFailure }; console: string[] }> {
+    const fail = (error: SandboxFailure) => ({ result: { ok: false as const, error }, console: [] });
+    if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
+    if (typeof r.tenantId !== 'string' || r.tenantId === '' || typeof r.cacheKey !== 'string' || r.cacheKey === '') {
+      return fail(runtimeFailure('A run needs a tenantId and a cacheKey.'));
+    }
+    if (typeof r.code !== 'string') return fail(failure(400, 'invalid_code', 'The code must be a string.'));
+    const limits = mergeLimits(this.#limits, r.limits);
+    const tooLong = codeTooLong(r.code, limits.maxCodeChars);
+    if (tooLong) return fail(tooLong);
+
+    let reqJson: string | undefined;
+    try {
+      reqJson = JSON.stringify(r.req ?? {});
+    } catch {
+      return fail(runtimeFailure('The request for the code is not plain JSON data.'));
+    }
+    if (reqJson === undefined) reqJson = '{}';
+    if (byteLength(reqJson) > limits.maxIoBytes) {
+      return fail(failure(413, 'too_large', `The arguments are larger than ${limits.maxIoBytes} bytes as JSON.`));
+    }
+
+    // The tenant is part of the key, so an isolate never serves two tenants.
+    const key = JSON.stringify([r.tenantId, r.cacheKey, limits.memoryMb]);
+    const w = this.#pool.take(key) ?? (await createWarmIsolate(key, r.tenantId, limits.memoryMb));
+    if (w.tenantId !== r.tenantId) throw new Error('tenant mismatch in the isolate pool');
+    this.#busy.add(w);
+    let healthy = false;
+    try {
+      if (w.code !== r.code || !w.script) {
+        w.script?.release();
+        w.script = undefined;
+        w.code = undefined;
+        try {
+          w.script = await w.isolate.compileScript(wrapUserCode(r.code), { filename: USER_FILENAME });
+          w.code = r.code;
+        } catch (err) {
+          const f = compileFailure(err, r.code);
+          healthy = f.kind !== 'runtime';
+          return fail(f);
+        }
+      }
+      const next = w.next;
+      w.next = undefined;
+      const prepared = (next && (await next)) || (await prepare(w));
+      const outcome = await execute(w, prepared, { reqJson, limits, sdk: r.sdk, fetch: r.fetch });
+      healthy = outcome.healthy;
+      return outcome;
+    } finally {
+      this.#busy.delete(w);
+      if (healthy && !this.#disposed && !w.isolate.isDisposed) {
+        // The next run's context is made now, while the isolate would be idle anyway.
+        w.next = prepare(w).catch(() => undefined);
+        this.#pool.put(w);
+      } else {
+        disposeWarmIsolate(w);
+      }
+    }
+  }
+
+  /** Disposes every isolate, running ones included (their runs end with a runtime failure). */
+  dispose(): void {
+    this.#disposed = true;
+    this.#pool.clear();
+    for (const w of this.#busy) disposeWarmIsolate(w);
+    this.#busy.clear();
+    try {
+      this.#checker?.dispose();
+    } catch {
+      // already gone
+    }
+    this.#checker = undefined;
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * Warm isolates, idle between runs, keyed by tenant + cache key + memory limit, least
+ * recently used evicted first. An isolate is taken out while it runs, so no two runs ever
+ * share one, and a key that includes the tenant means no two tenants ever do.
+ */
+import ivm from 'isolated-vm';
+import type { Prepared } from './execute.ts';
+import { RUNTIME_SOURCE } from './runtime.ts';
+
+export type WarmIsolate = {
+  key: string;
+  tenantId: string;
+  memoryMb: number;
+  isolate: ivm.Isolate;
+  /** The compiled runtime (./runtime/*.js); run once per context. */
+  runtime: ivm.Script;
+  /** The user's wrapped code, compiled once per isolate; undefined until the first run. */
+  code?: string;
+  script?: ivm.Script;
+  /** The context for the next run, being made or made (see prepare() in ./execute.ts). */
+  next?: Promise<Prepared | undefined>;
+};
+
+// V8's code cache for the runtime, made by the first isolate: later isolates skip parsing it.
+let runtimeCache: ivm.ExternalCopy<ArrayBuffer> | undefined;
+
+export async function createWarmIsolate(key: string, tenantId: string, memoryMb: number): Promise<WarmIsolate> {
+  const isolate = new ivm.Isolate({ memoryLimit: memoryMb });
+  try {
+    const options = runtimeCache ? { filename: 'coffer-runtime.js', cachedData: runtimeCache } : { filename: 'coffer-runtime.js', produceCachedData: true };
+    const runtime = (await isolate.compileScript(RUNTIME_SOURCE, options)) as ivm.Script & { cachedData?: ivm.ExternalCopy<ArrayBuffer> };
+    if (!runtimeCache && runtime.cachedData) runtimeCache = runtime.cachedData;
+    return { key, tenantId, memoryMb, isolate, runtime };
+  } catch (err) {
+    disposeWarmIsolate({ isolate } as WarmIsolate);
+    throw err;
+  }
+}
+
+export function disposeWarmIsolate(w: WarmIsolate): void {
+  try {
+    if (!w.isolate.isDisposed) w.isolate.dispose();
+  } catch {
+    // already gone
+  }
+}
+
+export class IsolatePool {
+  readonly max: number;
+  #idle = new Map<string, WarmIsolate[]>();
+  /** Every idle isolate, least recently used first (a Set keeps insertion order). */
+  #lru = new Set<WarmIsolate>();
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get size(): number {
+    return this.#lru.size;
+  }
+
+  take(key: string): WarmIsolate | undefined {
+    const list = this.#idle.get(key);
+    const w = list?.pop();
+    if (!w) return undefined;
+    if (list!.length === 0) this.#idle.delete(key);
+    this.#lru.delete(w);
+    return w;
+  }
+
+  put(w: WarmIsolate): void {
+    if (this.max <= 0 || w.isolate.isDisposed) {
+      disposeWarmIsolate(w);
+      return;
+    }
+    let list = this.#idle.get(w.key);
+    if (!list) this.#idle.set(w.key, (list = []));
+    list.push(w);
+    this.#lru.add(w);
+    while (this.#lru.size > this.max) {
+      const oldest = this.#lru.values().next().value!;
+      this.#remove(oldest);
+      disposeWarmIsolate(oldest);
+    }
+  }
+
+  #remove(w: WarmIsolate): void {
+    this.#lru.delete(w);
+    const list = this.#idle.get(w.key);
+    if (!list) return;
+    const i = list.indexOf(w);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.#idle.delete(w.key);
+  }
+
+  clear(): void {
+    for (const w of this.#lru) disposeWarmIsolate(w);
+    this.#lru.clear();
+    this.#idle.clear();
+  }
+}

@@ -1,0 +1,89 @@
+// console.log/info/debug/warn/error/trace/dir: each call becomes one line sent to the host,
+// which returns the lines with the result and never logs them. warn and error lines start
+// with "[warn] " and "[error] ". At most LIMITS.maxConsoleLines lines are sent, then one
+// line saying the rest was dropped; each line is cut at MAX_LINE characters.
+
+const MAX_LINE = 8192;
+let consoleLines = 0;
+
+function inspect(value, depth, seen) {
+  switch (typeof value) {
+    case 'string':
+      return depth === 0 ? value : jsonStringify(value);
+    case 'undefined':
+      return 'undefined';
+    case 'bigint':
+      return `${value}n`;
+    case 'symbol':
+      return value.toString();
+    case 'function':
+      return `[Function: ${value.name || '(anonymous)'}]`;
+    case 'number':
+      return Object.is(value, -0) ? '-0' : $String(value);
+    case 'boolean':
+      return $String(value);
+  }
+  if (value === null) return 'null';
+  if (seen.includes(value)) return '[Circular]';
+  if (value instanceof $Error) {
+    const stack = typeof value.stack === 'string' ? value.stack : `${value.name}: ${value.message}`;
+    return depth === 0 ? stack : `[${value.name}: ${value.message}]`;
+  }
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
+  if (value instanceof RegExp) return $String(value);
+  if (value instanceof URL || value instanceof URLSearchParams) return `${value[Symbol.toStringTag]} { ${jsonStringify($String(value))} }`;
+  if (depth > 2) return Array.isArray(value) ? '[Array]' : '[Object]';
+  const inner = seen.concat([value]);
+  const item = (v) => inspect(v, depth + 1, inner);
+  if (Array.isArray(value)) {
+    const items = value.slice(0, 100).map(item);
+    if (value.length > 100) items.push(`... ${value.length - 100} more items`);
+    return `[ ${items.join(', ')} ]`.replace('[  ]', '[]');
+  }
+  if (value instanceof Map) return `Map(${value.size}) { ${Array.from(value, ([k, v]) => `${item(k)} => ${item(v)}`).join(', ')} }`;
+  if (value instanceof Set) return `Set(${value.size}) { ${Array.from(value, item).join(', ')} }`;
+  if (isView(value)) return `${value.constructor.name}(${value.length}) [ ${Array.from(value.slice(0, 100)).join(', ')} ]`;
+  if (value instanceof Promise) return 'Promise { ... }';
+  const ks = keys(value);
+  const body = ks.slice(0, 100).map((k) => `${/^[A-Za-z_$][\w$]*$/.test(k) ? k : jsonStringify(k)}: ${item(value[k])}`);
+  if (ks.length > 100) body.push(`... ${ks.length - 100} more properties`);
+  const proto = getPrototypeOf(value);
+  const name = proto && proto !== Object.prototype && proto.constructor && proto.constructor.name ? proto.constructor.name + ' ' : '';
+  return body.length ? `${name}{ ${body.join(', ')} }` : `${name}{}`;
+}
+
+function formatArgs(args) {
+  let out = '';
+  for (let i = 0; i < args.length; i++) {
+    let text;
+    try {
+      text = inspect(args[i], 0, []);
+    } catch {
+      text = '[unprintable]';
+    }
+    out += (i ? ' ' : '') + text;
+    if (out.length > MAX_LINE) break;
+  }
+  return out.length > MAX_LINE ? out.slice(0, MAX_LINE) + '…' : out;
+}
+
+function emit(prefix, args) {
+  if (consoleLines > LIMITS.maxConsoleLines) return;
+  consoleLines++;
+  if (consoleLines > LIMITS.maxConsoleLines) {
+    H('log', `[console] output truncated: only the first ${LIMITS.maxConsoleLines} lines are kept`);
+    return;
+  }
+  H('log', prefix + formatArgs(args));
+}
+
+const consoleObject = {
+  log: (...args) => emit('', args),
+  info: (...args) => emit('', args),
+  debug: (...args) => emit('', args),
+  warn: (...args) => emit('[warn] ', args),
+  error: (...args) => emit('[error] ', args),
+  trace: (...args) => emit('[trace] ', args),
+  dir: (value) => emit('', [value]),
+};
+defineGlobal('console', consoleObject);

@@ -1,0 +1,166 @@
+// fetch through the host's guarded outbound client, with minimal Headers and Response. Bodies
+// cross as strings: a request body may be a string, URLSearchParams or bytes (sent as UTF-8
+// text); a response body is text, so arrayBuffer() returns its UTF-8 bytes.
+
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+function normalizeHeaderValue(v) {
+  return $String(v).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+}
+
+class Headers {
+  #map = new Map(); // lower-cased name → value
+  constructor(init) {
+    if (init === undefined || init === null) return;
+    if (init instanceof Headers) {
+      for (const [k, v] of init) this.append(k, v);
+    } else if (typeof init === 'object' && typeof init[Symbol.iterator] === 'function') {
+      for (const pair of init) {
+        const p = Array.from(pair);
+        if (p.length !== 2) throw new $TypeError('Each header must be a [name, value] pair.');
+        this.append(p[0], p[1]);
+      }
+    } else if (typeof init === 'object') {
+      for (const k of keys(init)) this.append(k, init[k]);
+    } else {
+      throw new $TypeError('Headers must be an object, an array of pairs or a Headers.');
+    }
+  }
+  #name(name) {
+    const n = $String(name);
+    if (!HEADER_NAME.test(n)) throw new $TypeError(`Invalid header name: ${n}`);
+    return n.toLowerCase();
+  }
+  append(name, value) {
+    const n = this.#name(name);
+    const v = normalizeHeaderValue(value);
+    const old = this.#map.get(n);
+    this.#map.set(n, old === undefined ? v : `${old}, ${v}`);
+  }
+  set(name, value) {
+    this.#map.set(this.#name(name), normalizeHeaderValue(value));
+  }
+  get(name) {
+    const v = this.#map.get(this.#name(name));
+    return v === undefined ? null : v;
+  }
+  has(name) {
+    return this.#map.has(this.#name(name));
+  }
+  delete(name) {
+    this.#map.delete(this.#name(name));
+  }
+  forEach(callback, thisArg) {
+    for (const [k, v] of this) apply(callback, thisArg, [v, k, this]);
+  }
+  *entries() {
+    const names = Array.from(this.#map.keys()).sort();
+    for (const k of names) yield [k, this.#map.get(k)];
+  }
+  *keys() {
+    for (const [k] of this.entries()) yield k;
+  }
+  *values() {
+    for (const [, v] of this.entries()) yield v;
+  }
+  [Symbol.iterator]() {
+    return this.entries();
+  }
+  get [Symbol.toStringTag]() {
+    return 'Headers';
+  }
+}
+
+function headersToObject(headers) {
+  const out = {};
+  for (const [k, v] of headers) out[k] = v;
+  return out;
+}
+
+class Response {
+  #body;
+  #used = false;
+  constructor(body = null, init = {}) {
+    this.#body = body === null || body === undefined ? '' : typeof body === 'string' ? body : bodyToString(body, new Headers());
+    const status = init.status === undefined ? 200 : Number(init.status);
+    if (!Number.isInteger(status) || status < 200 || status > 599) throw new $RangeError(`Invalid response status: ${init.status}`);
+    defineProperty(this, 'status', { value: status, enumerable: true });
+    defineProperty(this, 'statusText', { value: init.statusText === undefined ? '' : $String(init.statusText), enumerable: true });
+    defineProperty(this, 'headers', { value: new Headers(init.headers), enumerable: true });
+    defineProperty(this, 'url', { value: typeof init.url === 'string' ? init.url : '', enumerable: true });
+  }
+  get ok() {
+    return this.status >= 200 && this.status <= 299;
+  }
+  get redirected() {
+    return false;
+  }
+  get type() {
+    return 'basic';
+  }
+  get bodyUsed() {
+    return this.#used;
+  }
+  #consume() {
+    if (this.#used) throw new $TypeError('The body has already been read.');
+    this.#used = true;
+    return this.#body;
+  }
+  async text() {
+    return this.#consume();
+  }
+  async json() {
+    return JSON.parse(this.#consume());
+  }
+  async arrayBuffer() {
+    return utf8Encode(this.#consume()).buffer;
+  }
+  clone() {
+    if (this.#used) throw new $TypeError('The body has already been read.');
+    return new Response(this.#body, { status: this.status, statusText: this.statusText, headers: this.headers, url: this.url });
+  }
+  static json(data, init = {}) {
+    const headers = new Headers(init.headers);
+    if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+    return new Response(jsonStringify(data), { ...init, headers });
+  }
+  get [Symbol.toStringTag]() {
+    return 'Response';
+  }
+}
+
+function bodyToString(body, headers) {
+  if (typeof body === 'string') return body;
+  if (body instanceof URLSearchParams) {
+    if (!headers.has('content-type')) headers.set('content-type', 'application/x-www-form-urlencoded;charset=UTF-8');
+    return body.toString();
+  }
+  if (body instanceof $ArrayBuffer || isView(body)) return utf8Decode(toBytes(body, 'The body'), false);
+  return $String(body);
+}
+
+async function fetch(input, init = {}) {
+  const source = input instanceof URL ? input.href : typeof input === 'string' ? input : input && typeof input.url === 'string' ? input.url : $String(input);
+  const url = new URL(source);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new $TypeError(`fetch supports http and https URLs only, not ${url.protocol}`);
+  init = init === null || init === undefined ? {} : init;
+  const method = $String(init.method === undefined ? (input && typeof input.method === 'string' ? input.method : 'GET') : init.method).toUpperCase();
+  if (!HEADER_NAME.test(method)) throw new $TypeError(`Invalid method: ${method}`);
+  const headers = new Headers(init.headers === undefined && input && input.headers ? input.headers : init.headers);
+  let body;
+  if (init.body !== undefined && init.body !== null) {
+    if (method === 'GET' || method === 'HEAD') throw new $TypeError(`A ${method} request cannot have a body.`);
+    body = bodyToString(init.body, headers);
+    if (!headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
+  }
+  url.hash = '';
+  const reply = await hostCall('fetch', jsonStringify({ url: url.href, method, headers: headersToObject(headers), body }), (e) => {
+    const err = new $TypeError(`fetch failed: ${typeof e.message === 'string' ? e.message : 'the request could not be sent'}`);
+    return err;
+  });
+  return new Response(reply.body, { status: reply.status, headers: reply.headers, url: url.href });
+}
+
+defineGlobal('Headers', Headers);
+defineGlobal('Response', Response);
+defineGlobal('fetch', fetch);

@@ -1,0 +1,82 @@
+// setTimeout / clearTimeout backed by host timers (at most LIMITS.maxTimers pending at once,
+// LIMITS.maxTimersPerRun in all), and queueMicrotask. Timers still pending when the run's function settles never fire.
+
+let nextTimerId = 1;
+let pendingTimers = 0;
+let totalTimers = 0;
+const timers = create(null);
+
+function checkTimerBudget() {
+  if (totalTimers >= LIMITS.maxTimersPerRun) throw new $RangeError(`Too many timers: at most ${LIMITS.maxTimersPerRun} per run.`);
+  totalTimers++;
+}
+
+function addTimer(callback, delay, args, repeat) {
+  if (typeof callback !== 'function') throw new $TypeError('The callback must be a function.');
+  if (pendingTimers >= LIMITS.maxTimers) throw new $RangeError(`Too many pending timers: at most ${LIMITS.maxTimers}.`);
+  checkTimerBudget();
+  const ms = Math.max(0, Math.min(Number(delay) || 0, 2147483647));
+  const id = nextTimerId++;
+  timers[id] = { callback, args, ms: repeat ? Math.max(1, ms) : -1 };
+  pendingTimers++;
+  H('timer', id, ms);
+  return id;
+}
+
+function setTimeout(callback, delay = 0, ...args) {
+  return addTimer(callback, delay, args, false);
+}
+
+function setInterval(callback, delay = 0, ...args) {
+  return addTimer(callback, delay, args, true);
+}
+
+function setImmediate(callback, ...args) {
+  return addTimer(callback, 0, args, false);
+}
+
+function clearTimeout(id) {
+  if (typeof id !== 'number' || timers[id] === undefined) return;
+  delete timers[id];
+  pendingTimers--;
+  H('clear', id);
+}
+
+function fireTimer(id) {
+  const t = timers[id];
+  if (t === undefined) return;
+  if (t.ms >= 0) {
+    // An interval: arm it again first, so the callback may clear it.
+    try {
+      checkTimerBudget();
+      H('timer', id, t.ms);
+    } catch (e) {
+      delete timers[id];
+      pendingTimers--;
+      fail(e);
+      return;
+    }
+  } else {
+    delete timers[id];
+    pendingTimers--;
+  }
+  // An exception thrown by a timer callback is uncaught: it ends the run, as it would end Node.
+  try {
+    apply(t.callback, undefined, t.args);
+  } catch (e) {
+    fail(e);
+  }
+}
+
+function queueMicrotask(callback) {
+  if (typeof callback !== 'function') throw new $TypeError('The callback must be a function.');
+  apply(promiseThen, apply(promiseResolve, $Promise, []), [() => callback()]);
+}
+
+defineGlobal('setTimeout', setTimeout);
+defineGlobal('clearTimeout', clearTimeout);
+defineGlobal('setInterval', setInterval);
+defineGlobal('clearInterval', clearTimeout);
+defineGlobal('setImmediate', setImmediate);
+defineGlobal('clearImmediate', clearTimeout);
+defineGlobal('queueMicrotask', queueMicrotask);

@@ -1,0 +1,207 @@
+/**
+ * Hostile code: every attempt ends as a clean ok:false of the right kind (or, where the
+ * attempt simply finds nothing, as that finding), the host is untouched, and afterwards the
+ * same tenant's and another tenant's code still run.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { Sandbox, type SdkHost } from '../../src/sandbox/index.ts';
+import { failed, runner, value, type Expected } from './helpers.ts';
+
+const sb = new Sandbox();
+after(() => sb.dispose());
+const run = runner(sb);
+const healthy = 'module.exports = async (req) => ({ args: req.args, seen: typeof globalThis.stash });';
+
+type Attempt = { name: string; code: string; expect: Expected | { value: unknown }; limits?: { timeoutMs?: number; memoryMb?: number }; sdk?: SdkHost };
+
+const attempts: Attempt[] = [
+  { name: 'an infinite loop before any await', code: 'module.exports = async () => { for (;;) {} };', expect: { status: 408, kind: 'timeout' } },
+  { name: 'an infinite loop after an await', code: 'module.exports = async () => { await null; await new Promise((r) => setTimeout(r, 5)); for (;;) {} };', expect: { status: 408, kind: 'timeout' } },
+  { name: 'awaiting a promise that never settles', code: 'module.exports = async () => { await new Promise(() => {}); };', expect: { status: 408, kind: 'timeout' } },
+  { name: 'returning a thenable that never calls back', code: 'module.exports = async () => ({ then() {} });', expect: { status: 408, kind: 'timeout' } },
+  { name: 'a memory bomb', code: 'module.exports = async () => { let s = []; for (;;) s.push({ a: Math.random(), b: [1, 2, 3] }); };', expect: { status: 422, kind: 'memory' }, limits: { memoryMb: 16, timeoutMs: 20_000 } },
+  { name: 'a string-doubling bomb', code: "module.exports = async () => { let s = 'x'; for (;;) s = s + s + Math.random(); };", expect: { status: 422, kind: 'memory' }, limits: { memoryMb: 16, timeoutMs: 20_000 } },
+  { name: 'deep recursion', code: 'module.exports = async () => { const f = (n) => f(n + 1) + 1; return f(0); };', expect: { status: 422, kind: 'user_error', detail: /Maximum call stack size exceeded/ } },
+  {
+    name: "this.constructor.constructor('return process')()",
+    code: "module.exports = async function () { const p = this.constructor.constructor('return process')(); return p.mainModule.require('child_process').execSync('id').toString(); };",
+    expect: { status: 422, kind: 'user_error', detail: /ReferenceError: process is not defined/ },
+  },
+  {
+    name: "({}).constructor.constructor('return this')() then looking for process and require",
+    code: `module.exports = async () => {
+      const g = ({}).constructor.constructor('return this')();
+      const found = ['process', 'require', 'module', 'Buffer', 'global', 'ivm', '__coffer_port'].filter((k) => g[k] !== undefined && k !== 'global');
+      if (found.length) return 'ESCAPED: ' + found.join(',');
+      return g.process.binding('fs');
+    };`,
+    expect: { status: 422, kind: 'user_error', detail: /TypeError: Cannot read properties of undefined/ },
+  },
+  { name: "require('fs')", code: "const fs = require('fs'); module.exports = async () => fs.readFileSync('/etc/passwd', 'utf8');", expect: { status: 422, kind: 'user_error', detail: /Cannot find module 'fs'/ } },
+  { name: "require('child_process')", code: "module.exports = async () => require('child_process').execSync('id');", expect: { status: 422, kind: 'user_error', detail: /Cannot find module 'child_process'/ } },
+  { name: "require('node:process') and a relative path", code: "module.exports = async () => { try { require('node:process'); } catch { return require('../../../etc/passwd'); } };", expect: { status: 422, kind: 'user_error', detail: /Cannot find module/ } },
+  { name: "a dynamic import('fs')", code: "module.exports = async () => (await import('fs')).readFileSync('/etc/passwd');", expect: { status: 422, kind: 'user_error' } },
+  {
+    name: 'Error.prepareStackTrace harvesting functions and receivers from the runtime’s frames',
+    code: `module.exports = async () => {
+      const got = [];
+      Error.prepareStackTrace = (e, frames) => { for (const f of frames) { got.push(f.getThis(), f.getFunction()); } return 'x'; };
+      for (const poke of [() => new URL('::'), () => atob('*'), () => structuredClone(() => 1), () => new TextDecoder('x'), () => crypto.getRandomValues(1)]) {
+        try { poke(); } catch (e) { e.stack; }
+      }
+      try { await fetch('https://x.test'); } catch (e) { e.stack; }
+      try { await crypto.subtle.digest('MD5', new Uint8Array(1)); } catch (e) { e.stack; }
+      const runtime = got.filter((x) => x !== undefined && x !== null && x !== globalThis && !String(x).includes('got.push'));
+      for (const x of runtime) {
+        try { const p = (x.constructor.constructor)('return typeof process')(); if (p !== 'undefined') return 'ESCAPED'; } catch {}
+      }
+      throw new Error('harvested ' + runtime.length + ' values, none of them the host');
+    };`,
+    expect: { status: 422, kind: 'user_error', detail: /none of them the host/ },
+  },
+  {
+    name: 'Error.prepareStackTrace tampering while the host reports an error',
+    code: `module.exports = async ({ bt }) => {
+      Error.prepareStackTrace = () => { throw new Error('from prepareStackTrace'); };
+      Error.captureStackTrace = () => { for (;;) {} };
+      await bt.tokens.retrieve('x');
+    };`,
+    sdk: { 'tokens.retrieve': async () => Promise.reject(Object.assign(new Error('The token was not found.'), { status: 404 })) },
+    expect: { status: 404, kind: 'user_error' },
+  },
+  { name: 'a huge result', code: "module.exports = async () => ({ blob: 'x'.repeat(3 * 1024 * 1024) });", expect: { status: 422, kind: 'too_large' } },
+  { name: 'a result whose serialization loops forever', code: 'module.exports = async () => new Proxy({}, { ownKeys() { for (;;) {} } });', expect: { status: 408, kind: 'timeout' } },
+  { name: 'a thrown value whose message getter loops forever', code: 'module.exports = async () => { throw { get message() { for (;;) {} } }; };', expect: { status: 408, kind: 'timeout' } },
+  {
+    name: 'polluting every prototype and replacing JSON, Promise and Reflect',
+    code: `module.exports = async () => {
+      Object.prototype.polluted = 'yes'; Array.prototype.push = () => { throw new Error('push'); };
+      JSON.stringify = () => '"hijacked"'; JSON.parse = () => ({ hijacked: true });
+      Promise.prototype.then = function () { return this; }; Reflect.apply = () => 'hijacked';
+      globalThis.stash = 'left behind';
+      return { result: 'still mine' };
+    };`,
+    expect: { value: { result: 'still mine' } },
+  },
+  {
+    name: 'escaping the CommonJS wrapper',
+    code: "}); globalThis.stash = 'wrapper'; __coffer_start(function () { module.exports = async () => 'second start'; }); (function () {",
+    expect: { status: 400, kind: 'invalid_code' },
+  },
+  { name: 'SharedArrayBuffer and Atomics.wait', code: 'module.exports = async () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0);', expect: { status: 422, kind: 'user_error', detail: /not defined/ } },
+  { name: 'WebAssembly', code: 'module.exports = async () => new WebAssembly.Memory({ initial: 65536 });', expect: { status: 422, kind: 'user_error', detail: /WebAssembly is not defined/ } },
+  { name: 'a flood of timers', code: 'module.exports = async () => { for (;;) clearTimeout(setTimeout(() => {}, 1)); };', expect: { status: 422, kind: 'user_error', detail: /Too many timers/ } },
+];
+
+describe('escape attempts', () => {
+  for (const a of attempts) {
+    it(`${a.name}: a clean failure, then the sandbox still serves this tenant and another`, async () => {
+      const r = await run(a.code, { limits: { timeoutMs: 300, ...a.limits }, sdk: a.sdk });
+      if ('value' in a.expect) assert.deepEqual(value(r), a.expect.value);
+      else failed(r, a.expect);
+      assert.deepEqual(value(await run(healthy, { req: { args: { n: 1 }, configuration: {} } })), { args: { n: 1 }, seen: 'undefined' });
+      assert.deepEqual(value(await run(healthy, { tenantId: 't2', req: { args: { n: 2 }, configuration: {} } })), { args: { n: 2 }, seen: 'undefined' });
+      assert.equal(({} as Record<string, unknown>).polluted, undefined, 'the host is untouched');
+      assert.equal(typeof JSON.stringify({}), 'string');
+    });
+  }
+});
+
+describe('isolation between runs and tenants', () => {
+  const stash = "module.exports = async ({ args }) => { const before = typeof globalThis.stash; globalThis.stash = args.v; Object.prototype.mark = args.v; return [before, typeof ({}).mark === 'string' ? 'marked' : 'clean']; };";
+
+  it('globals and prototypes set by one run are gone in the next run of the same code', async () => {
+    for (let i = 0; i < 3; i++) {
+      assert.deepEqual(value(await run(stash, { req: { args: { v: `run${i}` }, configuration: {} } })), ['undefined', 'marked']);
+    }
+  });
+
+  it('and across tenants', async () => {
+    assert.deepEqual(value(await run(stash, { tenantId: 'A', req: { args: { v: 'A' }, configuration: {} } })), ['undefined', 'marked']);
+    assert.deepEqual(value(await run(stash, { tenantId: 'B', req: { args: { v: 'B' }, configuration: {} } })), ['undefined', 'marked']);
+  });
+
+  it('two tenants with the same cache key never share an isolate', async () => {
+    const s = new Sandbox();
+    try {
+      for (const tenantId of ['A', 'B', 'A', 'B']) {
+        value(await s.run({ tenantId, cacheKey: 'same', code: 'module.exports = async () => 1;', req: {} }));
+      }
+      assert.equal(s.warmIsolates, 2);
+    } finally {
+      s.dispose();
+    }
+  });
+
+  it('concurrent runs of one reactor each get their own isolate', async () => {
+    const s = new Sandbox();
+    try {
+      const code = "module.exports = async ({ args }) => { globalThis.me = args.i; await new Promise((r) => setTimeout(r, 30)); return globalThis.me; };";
+      const rs = await Promise.all([0, 1, 2, 3].map((i) => s.run({ tenantId: 'A', cacheKey: 'k', code, req: { args: { i } } })));
+      assert.deepEqual(rs.map(value), [0, 1, 2, 3]);
+      assert.equal(s.warmIsolates, 4);
+    } finally {
+      s.dispose();
+    }
+  });
+
+  it('warm isolates are bounded, least recently used evicted first', async () => {
+    const s = new Sandbox({ maxWarmIsolates: 2 });
+    try {
+      for (const k of ['a', 'b', 'c', 'a', 'd']) value(await s.run({ tenantId: 'T', cacheKey: k, code: 'module.exports = async () => 1;', req: {} }));
+      assert.equal(s.warmIsolates, 2);
+      const none = new Sandbox({ maxWarmIsolates: 0 });
+      value(await none.run({ tenantId: 'T', cacheKey: 'k', code: 'module.exports = async () => 1;', req: {} }));
+      assert.equal(none.warmIsolates, 0);
+      none.dispose();
+    } finally {
+      s.dispose();
+    }
+  });
+
+  it('an isolate that timed out or ran out of memory is discarded; one that threw is kept', async () => {
+    const s = new Sandbox();
+    try {
+      const go = (code: string, limits = {}) => s.run({ tenantId: 'T', cacheKey: 'k', code, req: {}, limits: { memoryMb: 16, ...limits } });
+      value(await go('module.exports = async () => 1;'));
+      assert.equal(s.warmIsolates, 1);
+      failed(await go('module.exports = async () => { for (;;) {} };', { timeoutMs: 100 }), { kind: 'timeout' });
+      assert.equal(s.warmIsolates, 0);
+      value(await go('module.exports = async () => 1;'));
+      failed(await go('module.exports = async () => { const a = []; for (;;) a.push(new Array(1e5).fill(0.5)); };'), { kind: 'memory' });
+      assert.equal(s.warmIsolates, 0);
+      failed(await go("module.exports = async () => { throw new Error('x'); };"), { kind: 'user_error' });
+      assert.equal(s.warmIsolates, 1);
+    } finally {
+      s.dispose();
+    }
+  });
+
+  it('a changed code under the same key is recompiled, not served stale', async () => {
+    const s = new Sandbox();
+    try {
+      assert.equal(value(await s.run({ tenantId: 'T', cacheKey: 'k', code: 'module.exports = async () => 1;', req: {} })), 1);
+      assert.equal(value(await s.run({ tenantId: 'T', cacheKey: 'k', code: 'module.exports = async () => 2;', req: {} })), 2);
+    } finally {
+      s.dispose();
+    }
+  });
+
+  it('after dispose, runs fail cleanly and running ones end', async () => {
+    const s = new Sandbox();
+    const running = s.run({ tenantId: 'T', cacheKey: 'k', code: 'module.exports = async () => { for (;;) {} };', req: {} });
+    await new Promise((r) => setTimeout(r, 50));
+    s.dispose();
+    failed(await running, { status: 500, kind: 'runtime' });
+    failed(await s.run({ tenantId: 'T', cacheKey: 'k', code: 'module.exports = async () => 1;', req: {} }), { status: 500, kind: 'runtime' });
+  });
+
+  it('bad requests from the host side never throw', async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    failed(await sb.run({ tenantId: 'T', cacheKey: 'k', code: 'module.exports = async () => 1;', req: cyclic }), { status: 500, kind: 'runtime' });
+    failed(await sb.run({ tenantId: '', cacheKey: 'k', code: 'module.exports = async () => 1;', req: {} }), { kind: 'runtime' });
+    failed(await sb.run({ tenantId: 'T', cacheKey: 'k', code: 42 as unknown as string, req: {} }), { status: 400, kind: 'invalid_code' });
+  });
+});
