@@ -25,6 +25,14 @@ export type Config = {
   jobDeadRetentionDays: number;
   webhookMaxAttempts: number;
   webhookTimeoutMs: number;
+  proxyTimeoutMs: number;
+  proxyMaxBodyBytes: number;
+  proxyAnonymousRate: number;
+  proxyAnonymousBurst: number;
+  reactorTimeoutMs: number;
+  reactorAsyncTimeoutMs: number;
+  reactorMemoryMb: number;
+  reactorConcurrency: number;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -61,6 +69,10 @@ export function loadConfig(env: Env = process.env): Config {
     workers: read.oneOf('WORKERS', '1', ['0', '1']) === '1',
     outboundAllowlist: read.list('OUTBOUND_ALLOWLIST'),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
+    reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
+    reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
+    reactorMemoryMb: read.int('REACTOR_MEMORY_MB', 128, 8, 4096),
+    reactorConcurrency: read.int('REACTOR_CONCURRENCY', 8, 1, 1000),
     jobPollMs: read.int('JOB_POLL_MS', 500, 10, 60_000),
     jobConcurrency: read.int('JOB_CONCURRENCY', 10, 1, 1000),
     jobLeaseSeconds: read.int('JOB_LEASE_SECONDS', 60, 1, 3600),
@@ -70,6 +82,10 @@ export function loadConfig(env: Env = process.env): Config {
     jobDeadRetentionDays: read.int('JOB_DEAD_RETENTION_DAYS', 30, 1, 3650),
     webhookMaxAttempts: read.int('WEBHOOK_MAX_ATTEMPTS', 8, 1, 50),
     webhookTimeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    proxyTimeoutMs: read.int('PROXY_TIMEOUT_MS', 25_000, 100, 300_000),
+    proxyMaxBodyBytes: read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600),
+    proxyAnonymousRate: read.int('PROXY_ANONYMOUS_RATE', 20, 0, 100_000),
+    proxyAnonymousBurst: read.int('PROXY_ANONYMOUS_BURST', 40, 1, 1_000_000),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

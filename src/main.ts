@@ -57,6 +57,7 @@ export async function start(config: Config, log: Logger): Promise<Running> {
         // Running jobs finish (bounded) while the database is still open; unfinished ones are retried after their lease.
         await Promise.all([jobs?.stop(), app!.close()]);
         await services!.outbound.close();
+        services!.sandbox.dispose();
         await notifier.close();
         await database.close();
       },
@@ -67,6 +68,7 @@ export async function start(config: Config, log: Logger): Promise<Running> {
     await jobs?.stop();
     await app?.close().catch(() => {});
     await services?.outbound.close().catch(() => {});
+    services?.sandbox.dispose();
     await notifier.close();
     await database.close();
     throw err;

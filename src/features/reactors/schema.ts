@@ -1,0 +1,58 @@
+import { Type } from 'typebox';
+import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts';
+import { OffsetQuery } from '../../http/pagination.ts';
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Code = Type.String({ minLength: 1, maxLength: 50_000 });
+const Configuration = Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 });
+const ApplicationRef = Type.Object({ id: Uuid });
+
+export const ReactorSchema = Type.Object({
+  id: Uuid,
+  tenant_id: Uuid,
+  name: Type.String(),
+  code: Type.String(),
+  configuration: Type.Record(Type.String(), Type.String()),
+  application: Type.Optional(Type.Object({ id: Uuid, name: Type.String(), type: Type.String() })),
+  created_by: Type.Optional(Uuid),
+  created_at: Timestamp,
+  modified_by: Type.Optional(Uuid),
+  modified_at: Type.Optional(Timestamp),
+});
+
+export const ReactorBody = Type.Object({
+  name: Name,
+  code: Code,
+  configuration: Configuration,
+  application: Type.Optional(Nullable(ApplicationRef, { type: ['object', 'null'] })),
+});
+
+export const ReactorPatch = Type.Object(
+  {
+    name: Type.Optional(Name),
+    code: Type.Optional(Code),
+    configuration: Type.Optional(Configuration),
+    application: Type.Optional(Nullable(ApplicationRef, { type: ['object', 'null'] })),
+  },
+  { additionalProperties: false },
+);
+
+export const ListReactorsQuery = Type.Object({
+  id: Type.Array(Uuid, { default: [], maxItems: 100 }),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Wildcard search: * matches any run of characters; without *, a substring match' })),
+  ...OffsetQuery(),
+});
+
+export const ReactBody = Type.Object({
+  args: Type.Optional(Type.Unknown({ description: 'Arguments; may hold detokenization expressions {{ <token_id> }}' })),
+  callback_url: Type.Optional(Nullable(Type.String({ maxLength: 2000 }), { deprecated: true })),
+});
+
+export const ReactAsyncBody = Type.Object({ args: Type.Optional(Type.Unknown()) });
+
+export const ReactorResponse = Type.Object({
+  tokens: Type.Optional(Type.Unknown()),
+  raw: Type.Optional(Type.Unknown()),
+});
+
+export const AsyncAccepted = Type.Object({ asyncReactorRequestId: Uuid });

@@ -1,0 +1,389 @@
+import type { Database } from '../../db/database.ts';
+import { uuidv4 } from '../../db/ids.ts';
+import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
+import type { Logger } from '../../logger.ts';
+import type { Principal } from '../../access/principal.ts';
+import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { applyMergePatch } from '../../http/merge-patch.ts';
+import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
+import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
+import type { Sandbox, SandboxFailure, SdkHost } from '../../sandbox/index.ts';
+import type { Vault } from '../../vault/tenant-keys.ts';
+import type { ApplicationService } from '../applications/service.ts';
+import type { DetokenizeService } from '../detokenize/service.ts';
+import type { EventService } from '../events/service.ts';
+import type { LogService } from '../logs/service.ts';
+import { CreateTokenBody, TokenId, UpdateTokenBody } from '../tokens/schema.ts';
+import { presentToken, type TokenInput, type TokenPatch, type TokenService } from '../tokens/service.ts';
+import { compileValidator } from '../../http/validate.ts';
+import {
+  completeResult,
+  deleteReactor,
+  findReactor,
+  findResult,
+  insertPendingResult,
+  insertReactor,
+  listReactors,
+  updateReactor,
+  type Reactor,
+} from './store.ts';
+
+export type ReactorInput = { name: string; code: string; configuration: Record<string, string>; application?: { id: string } | null };
+export type ReactorPatch = Partial<ReactorInput>;
+export type ReactorView = Reactor & { application: { id: string; name: string; type: string } | undefined };
+/** What a run produces: the spec's Reactor Response, or a problem. */
+export type Outcome = { ok: true; response: { tokens?: unknown; raw?: unknown } } | { ok: false; status: number; detail: string; errors?: Record<string, string[]> };
+
+export type ReactorLimits = { syncTimeoutMs: number; asyncTimeoutMs: number; memoryMb: number; maxTokens: number; concurrency: number };
+
+export const RUN_JOB = 'reactor.run';
+
+export type ReactorService = ReturnType<typeof createReactorService>;
+
+export function createReactorService(deps: {
+  db: Database;
+  vault: Vault;
+  logs: LogService;
+  events: EventService;
+  sandbox: Sandbox;
+  outbound: OutboundClient;
+  applications: ApplicationService;
+  tokens: TokenService;
+  detokenize: DetokenizeService;
+  limits: ReactorLimits;
+  log: Logger;
+}) {
+  const { db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log } = deps;
+  // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
+  const gate = new Gate(limits.concurrency, limits.concurrency * 10);
+
+  async function validate(principal: Principal, input: ReactorInput, errors: FieldErrorList): Promise<{ id: string; name: string; type: string } | undefined> {
+    const failure = sandbox.check(input.code);
+    if (failure) errors.add('body.code', failure.detail);
+    if (!input.application) return undefined;
+    const app = await applications.principalFor(principal.tenantId, input.application.id);
+    if (!app) errors.add('body.application.id', 'no such application in this tenant');
+    else if (app.applicationType === 'management') errors.add('body.application.id', 'must be a public or private application');
+    else return { id: app.applicationId, name: (await applications.get(principal, app.applicationId)).name, type: app.applicationType };
+    return undefined;
+  }
+
+  async function present(principal: Principal, r: Reactor): Promise<ReactorView> {
+    if (!r.application_id) return { ...r, application: undefined };
+    const app = await applications.get(principal, r.application_id).catch(() => undefined);
+    return { ...r, application: app ? { id: app.id, name: app.name, type: app.type } : undefined };
+  }
+
+  async function load(principal: Principal, id: string): Promise<Reactor> {
+    const reactor = await findReactor(db, principal.tenantId, id);
+    if (!reactor) throw ApiError.notFound('reactor');
+    return reactor;
+  }
+
+  /** The reactor's configured application, as the principal `bt` and the tokenize block act with. */
+  async function appPrincipal(reactor: Reactor): Promise<Principal | undefined> {
+    return reactor.application_id ? applications.principalFor(reactor.tenant_id, reactor.application_id) : undefined;
+  }
+
+  /** Runs user code on already-detokenized args and tokenizes what it asks to; never throws for user faults. */
+  async function execute(reactor: Reactor, caller: Principal, args: unknown, timeoutMs: number, requestId: string): Promise<Outcome> {
+    const app = await appPrincipal(reactor);
+    const sdk: SdkHost | undefined = app ? createSdkHost({ principal: app, tokens, detokenize }) : undefined;
+    await events.emit(reactor.tenant_id, 'reactor.invoked', reactor.id, { reactor_id: reactor.id, request_id: requestId });
+    const result = await gate.run(() => sandbox.run({
+      tenantId: reactor.tenant_id,
+      cacheKey: `${reactor.tenant_id}:${reactor.id}:${reactor.version}`,
+      code: reactor.code,
+      req: { args: args ?? null, configuration: reactor.configuration },
+      sdk,
+      fetch: async (r) => {
+        try {
+          const res = await outbound.request({ url: r.url, method: r.method, headers: r.headers, body: r.body, followRedirects: true });
+          return { status: res.status, headers: flatten(res.headers), body: res.body.toString('utf8') };
+        } catch (err) {
+          if (err instanceof OutboundError) throw new ApiError(err.code === 'blocked_address' || err.code === 'invalid_url' ? 400 : 502, `fetch failed: ${err.message}`);
+          throw err;
+        }
+      },
+      limits: { timeoutMs, memoryMb: limits.memoryMb },
+    }));
+    const outcome = result.ok ? await finish(reactor, app ?? caller, result.value) : failed(result.error);
+    await events.emit(reactor.tenant_id, outcome.ok ? 'reactor.completed' : 'reactor.failed', reactor.id, {
+      reactor_id: reactor.id,
+      request_id: requestId,
+      ...(outcome.ok ? {} : { status: outcome.status }),
+    });
+    return outcome;
+  }
+
+  async function finish(reactor: Reactor, tokenizer: Principal, value: unknown): Promise<Outcome> {
+    if (value === undefined || value === null) return { ok: true, response: {} };
+    if (typeof value !== 'object' || Array.isArray(value)) {
+      return { ok: false, status: 422, detail: 'The reactor must return an object with optional "raw" and "tokenize".' };
+    }
+    const { raw, tokenize } = value as { raw?: unknown; tokenize?: unknown };
+    if (tokenize === undefined || tokenize === null) return { ok: true, response: raw === undefined ? {} : { raw } };
+    try {
+      // The point of tokenizing is that the caller gets tokens instead of data: none is shown.
+      const created = await tokens.tokenize(tokenizer, tokenize, (v) => presentToken({ ...v, data: undefined, transform: 'redact' }));
+      return { ok: true, response: { tokens: created, ...(raw === undefined ? {} : { raw }) } };
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) {
+        const status = err.status === 400 ? 422 : err.status;
+        return { ok: false, status, detail: `The reactor's tokenize block was rejected: ${err.detail}`, errors: err.errors };
+      }
+      throw err;
+    }
+  }
+
+  /** Detokenizes the caller's args with token:use, at most `maxTokens` tokens. */
+  function detokenizeArgs(principal: Principal, args: unknown): Promise<unknown> {
+    return detokenize.detokenize(principal, args ?? null, 'token:use', 'body.args', limits.maxTokens);
+  }
+
+  async function accept(principal: Principal, reactor: Reactor, args: unknown, callbackUrl: string | undefined): Promise<string> {
+    const plain = await detokenizeArgs(principal, args);
+    const requestId = uuidv4();
+    const sealed = await vault.encrypt(principal.tenantId, `reactor-args:${requestId}`, { args: plain });
+    await db.transaction(async (tx) => {
+      await insertPendingResult(db, principal.tenantId, { id: requestId, reactor_id: reactor.id }, tx);
+      await enqueue(db, principal.tenantId, RUN_JOB, {
+        reactor_id: reactor.id,
+        request_id: requestId,
+        args: sealed.ciphertext.toString('base64'),
+        data_key_id: sealed.dataKeyId,
+        caller: serializePrincipal(principal),
+        ...(callbackUrl ? { callback_url: callbackUrl } : {}),
+      }, { maxAttempts: 5 }, tx);
+      await logs.record(principal, { entityType: 'reactor', entityId: reactor.id, operation: 'react', message: `Reactor invoked asynchronously (request ${requestId})` }, tx);
+    });
+    return requestId;
+  }
+
+  async function storeOutcome(tenantId: string, requestId: string, outcome: Outcome): Promise<void> {
+    const sealed = await vault.encrypt(tenantId, `reactor-result:${requestId}`, outcome);
+    await completeResult(db, tenantId, { id: requestId, status: outcome.ok ? 'completed' : 'failed', ciphertext: sealed.ciphertext, data_key_id: sealed.dataKeyId });
+  }
+
+  return {
+    async create(principal: Principal, input: ReactorInput): Promise<ReactorView> {
+      const errors = new FieldErrorList();
+      const app = await validate(principal, input, errors);
+      errors.throwIfAny();
+      return db.transaction(async (tx) => {
+        const r = await insertReactor(db, principal.tenantId, {
+          id: uuidv4(),
+          name: input.name,
+          code: input.code,
+          configuration: input.configuration,
+          application_id: app?.id ?? null,
+          created_by: principal.actorId,
+        }, tx);
+        await logs.record(principal, { entityType: 'reactor', entityId: r.id, operation: 'create', message: `Reactor "${r.name}" created` }, tx);
+        return { ...r, application: app };
+      });
+    },
+
+    async list(principal: Principal, q: Offset & { id: string[]; name?: string }) {
+      const { rows, total } = await listReactors(db, principal.tenantId, { ids: q.id, namePattern: q.name ? likePattern(q.name) : undefined, ...offsetOf(q) });
+      const views = [];
+      for (const r of rows) views.push(await present(principal, r));
+      return offsetPage(views, total, q);
+    },
+
+    async get(principal: Principal, id: string): Promise<ReactorView> {
+      return present(principal, await load(principal, id));
+    },
+
+    async update(principal: Principal, id: string, input: ReactorInput): Promise<ReactorView> {
+      await load(principal, id);
+      const errors = new FieldErrorList();
+      const app = await validate(principal, input, errors);
+      errors.throwIfAny();
+      return db.transaction(async (tx) => {
+        const r = await updateReactor(db, principal.tenantId, {
+          id,
+          name: input.name,
+          code: input.code,
+          configuration: input.configuration,
+          application_id: app?.id ?? null,
+          modified_by: principal.actorId,
+        }, tx);
+        if (!r) throw ApiError.notFound('reactor');
+        await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'update', message: `Reactor "${r.name}" updated` }, tx);
+        return { ...r, application: app };
+      });
+    },
+
+    /** A merge patch over the stored reactor, validated as a whole like PUT. */
+    async patch(principal: Principal, id: string, patch: ReactorPatch): Promise<void> {
+      const current = await load(principal, id);
+      const base: ReactorInput = {
+        name: current.name,
+        code: current.code,
+        configuration: current.configuration,
+        application: current.application_id ? { id: current.application_id } : null,
+      };
+      const merged = applyMergePatch(base, patch) as ReactorInput;
+      if (patch.configuration !== undefined) merged.configuration = patch.configuration;
+      if (patch.application === null) merged.application = null;
+      await this.update(principal, id, { ...merged, configuration: merged.configuration ?? {} });
+    },
+
+    async remove(principal: Principal, id: string): Promise<void> {
+      await db.transaction(async (tx) => {
+        if (!(await deleteReactor(db, principal.tenantId, id, tx))) throw ApiError.notFound('reactor');
+        await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'delete', message: 'Reactor deleted' }, tx);
+      });
+    },
+
+    /** POST /reactors/{id}/react: runs now and answers with the Reactor Response, or a problem. */
+    async react(principal: Principal, id: string, args: unknown): Promise<{ tokens?: unknown; raw?: unknown }> {
+      const reactor = await load(principal, id);
+      const plain = await detokenizeArgs(principal, args);
+      const requestId = uuidv4();
+      await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'react', message: `Reactor invoked (request ${requestId})` });
+      const outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs, requestId);
+      if (!outcome.ok) throw new ApiError(outcome.status, outcome.detail, outcome.errors);
+      return outcome.response;
+    },
+
+    /** react-async, and react with the deprecated callback_url: a job runs it; the result is kept. */
+    async reactAsync(principal: Principal, id: string, args: unknown, callbackUrl?: string): Promise<string> {
+      const reactor = await load(principal, id);
+      if (callbackUrl) {
+        try {
+          outbound.validateUrl(callbackUrl);
+        } catch (err) {
+          if (err instanceof OutboundError) throw ApiError.field('body.callback_url', err.message);
+          throw err;
+        }
+      }
+      return accept(principal, reactor, args, callbackUrl);
+    },
+
+    /** pending → undefined; completed → the Reactor Response; failed → the translated problem (thrown). */
+    async result(principal: Principal, id: string, requestId: string): Promise<{ tokens?: unknown; raw?: unknown } | undefined> {
+      const row = await findResult(db, principal.tenantId, id, requestId);
+      if (!row) throw ApiError.notFound('reactor result');
+      if (row.status === 'pending') return undefined;
+      const outcome = (await vault.decrypt(principal.tenantId, `reactor-result:${requestId}`, row.ciphertext!, row.data_key_id!)) as Outcome;
+      if (!outcome.ok) throw new ApiError(outcome.status, outcome.detail, outcome.errors);
+      return outcome.response;
+    },
+
+    /** The job handler of RUN_JOB. A retry after the run finished only re-delivers the callback. */
+    async runJob(job: ClaimedJob<RunPayload>): Promise<void> {
+      const p = job.payload;
+      const tenantId = job.tenantId!;
+      const stored = await findResult(db, tenantId, p.reactor_id, p.request_id);
+      if (!stored) return;
+      let outcome: Outcome;
+      if (stored.status === 'pending') {
+        const caller = deserializePrincipal(p.caller);
+        const reactor = await findReactor(db, tenantId, p.reactor_id);
+        if (!reactor) outcome = { ok: false, status: 404, detail: 'The reactor was deleted before it ran.' };
+        else {
+          const { args } = (await vault.decrypt(tenantId, `reactor-args:${p.request_id}`, Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
+          outcome = await execute(reactor, caller, args, limits.asyncTimeoutMs, p.request_id);
+        }
+        await storeOutcome(tenantId, p.request_id, outcome);
+      } else {
+        outcome = (await vault.decrypt(tenantId, `reactor-result:${p.request_id}`, stored.ciphertext!, stored.data_key_id!)) as Outcome;
+      }
+      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, outcome);
+    },
+  };
+
+  async function deliverCallback(url: string, requestId: string, outcome: Outcome): Promise<void> {
+    const body = JSON.stringify(
+      outcome.ok
+        ? { asyncReactorRequestId: requestId, status: 'completed', ...outcome.response }
+        : { asyncReactorRequestId: requestId, status: 'failed', error: { status: outcome.status, detail: outcome.detail, errors: outcome.errors } },
+    );
+    const res = await outbound.request({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body, timeoutMs: 10_000 });
+    if (res.status < 200 || res.status >= 300) throw new Error(`callback answered ${res.status}`);
+    log.debug({ request_id: requestId }, 'reactor callback delivered');
+  }
+}
+
+type RunPayload = { reactor_id: string; request_id: string; args: string; data_key_id: string; caller: SerializedPrincipal; callback_url?: string };
+type SerializedPrincipal = Omit<Principal, 'expiresAt'> & { expiresAt: string | null };
+
+function serializePrincipal(p: Principal): SerializedPrincipal {
+  return { ...p, expiresAt: p.expiresAt ? p.expiresAt.toISOString() : null };
+}
+
+function deserializePrincipal(p: SerializedPrincipal): Principal {
+  return { ...p, expiresAt: p.expiresAt ? new Date(p.expiresAt) : undefined };
+}
+
+function failed(f: SandboxFailure): Outcome {
+  return { ok: false, status: f.status, detail: f.detail };
+}
+
+/** `*` is the wildcard; without one, a substring match. LIKE's own metacharacters are escaped. */
+function likePattern(name: string): string {
+  const escaped = name.replace(/[\\%_]/g, (c) => `\\${c}`);
+  return escaped.includes('*') ? escaped.replace(/\*/g, '%') : `%${escaped}%`;
+}
+
+function flatten(headers: Record<string, string | string[]>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
+}
+
+const validCreate = compileValidator<TokenInput>(CreateTokenBody);
+const validPatch = compileValidator<TokenPatch>(UpdateTokenBody);
+const validId = compileValidator<string>(TokenId);
+
+/**
+ * `bt` inside the sandbox: each method runs in-process with the reactor application's
+ * permissions, on arguments copied out of the isolate and validated like API bodies.
+ */
+function createSdkHost(deps: { principal: Principal; tokens: TokenService; detokenize: DetokenizeService }): SdkHost {
+  const { principal, tokens, detokenize } = deps;
+  return {
+    'tokens.create': async (input) => presentToken(await tokens.create(principal, validCreate(input, 'token'))),
+    'tokens.retrieve': async (id) => presentToken(await tokens.get(principal, validId(id, 'id'))),
+    'tokens.update': async (id, patch) => presentToken(await tokens.update(principal, validId(id, 'id'), validPatch(patch, 'patch'))),
+    'tokens.delete': async (id) => {
+      await tokens.remove(principal, validId(id, 'id'));
+      return null;
+    },
+    'tokens.list': async (query) => {
+      const q = (query ?? {}) as { size?: unknown; start?: unknown };
+      const size = typeof q.size === 'number' && Number.isInteger(q.size) && q.size >= 1 && q.size <= 100 ? q.size : 20;
+      const page = await tokens.listV2(principal, { id: [], type: [], size, ...(typeof q.start === 'string' ? { start: q.start } : {}) });
+      return { pagination: page.pagination, data: page.data.map(presentToken) };
+    },
+    tokenize: async (body) => tokens.tokenize(principal, body, presentToken),
+    detokenize: async (body) => detokenize.detokenize(principal, body, 'token:read', 'body'),
+  };
+}
+
+/** A counting semaphore with a bounded queue: past it, callers get 429 rather than waiting forever. */
+class Gate {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly max: number;
+  private readonly maxQueue: number;
+
+  constructor(max: number, maxQueue: number) {
+    this.max = max;
+    this.maxQueue = maxQueue;
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.max) {
+      if (this.waiting.length >= this.maxQueue) throw new ApiError(429, 'Too many reactor runs are in progress; retry shortly.');
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}

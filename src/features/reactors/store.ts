@@ -1,0 +1,104 @@
+import type { Database, Tx } from '../../db/database.ts';
+
+export type Reactor = {
+  id: string;
+  tenant_id: string;
+  name: string;
+  code: string;
+  configuration: Record<string, string>;
+  application_id: string | null;
+  version: number;
+  created_by: string | null;
+  created_at: Date;
+  modified_by: string | null;
+  modified_at: Date | null;
+};
+
+const COLUMNS = 'id, tenant_id, name, code, configuration, application_id, version, created_by, created_at, modified_by, modified_at';
+
+export async function insertReactor(
+  db: Database,
+  tenantId: string,
+  r: Pick<Reactor, 'id' | 'name' | 'code' | 'configuration' | 'application_id' | 'created_by'>,
+  tx?: Tx,
+): Promise<Reactor> {
+  const row = await db.one<Reactor>(
+    `INSERT INTO reactors (id, tenant_id, name, code, configuration, application_id, created_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [r.id, tenantId, r.name, r.code, JSON.stringify(r.configuration), r.application_id, r.created_by],
+    tx,
+  );
+  return row!;
+}
+
+export async function findReactor(db: Database, tenantId: string, id: string, tx?: Tx, lock = false): Promise<Reactor | undefined> {
+  return db.one<Reactor>(`SELECT ${COLUMNS} FROM reactors WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id], tx);
+}
+
+/** `namePattern` is a LIKE pattern built by the service from the caller's wildcard. */
+export async function listReactors(
+  db: Database,
+  tenantId: string,
+  f: { ids: string[]; namePattern?: string; limit: number; offset: number },
+): Promise<{ rows: Reactor[]; total: number }> {
+  const where = `tenant_id = $1 AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[])) AND ($3::text IS NULL OR name ILIKE $3)`;
+  const params = [tenantId, f.ids, f.namePattern ?? null];
+  const [rows, count] = await Promise.all([
+    db.query<Reactor>(`SELECT ${COLUMNS} FROM reactors WHERE ${where} ORDER BY created_at, id LIMIT $4 OFFSET $5`, [...params, f.limit, f.offset]),
+    db.one<{ n: number }>(`SELECT count(*) AS n FROM reactors WHERE ${where}`, params),
+  ]);
+  return { rows, total: count!.n };
+}
+
+export async function updateReactor(
+  db: Database,
+  tenantId: string,
+  r: Pick<Reactor, 'id' | 'name' | 'code' | 'configuration' | 'application_id'> & { modified_by: string },
+  tx?: Tx,
+): Promise<Reactor | undefined> {
+  return db.one<Reactor>(
+    `UPDATE reactors SET name = $3, code = $4, configuration = $5, application_id = $6, modified_by = $7,
+       modified_at = now(), version = version + 1
+     WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [tenantId, r.id, r.name, r.code, JSON.stringify(r.configuration), r.application_id, r.modified_by],
+    tx,
+  );
+}
+
+export async function deleteReactor(db: Database, tenantId: string, id: string, tx?: Tx): Promise<boolean> {
+  return (await db.query(`DELETE FROM reactors WHERE tenant_id = $1 AND id = $2 RETURNING id`, [tenantId, id], tx)).length > 0;
+}
+
+export type ReactorResultRow = {
+  id: string;
+  reactor_id: string;
+  status: 'pending' | 'completed' | 'failed';
+  ciphertext: Buffer | null;
+  data_key_id: string | null;
+};
+
+export async function insertPendingResult(db: Database, tenantId: string, r: { id: string; reactor_id: string }, tx?: Tx): Promise<void> {
+  await db.query(`INSERT INTO reactor_results (id, tenant_id, reactor_id, status) VALUES ($1, $2, $3, 'pending')`, [r.id, tenantId, r.reactor_id], tx);
+}
+
+export async function completeResult(
+  db: Database,
+  tenantId: string,
+  r: { id: string; status: 'completed' | 'failed'; ciphertext: Buffer; data_key_id: string },
+  tx?: Tx,
+): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE reactor_results SET status = $3, ciphertext = $4, data_key_id = $5, completed_at = now()
+     WHERE tenant_id = $1 AND id = $2 AND status = 'pending' RETURNING id`,
+    [tenantId, r.id, r.status, r.ciphertext, r.data_key_id],
+    tx,
+  );
+  return rows.length > 0;
+}
+
+export async function findResult(db: Database, tenantId: string, reactorId: string, id: string): Promise<ReactorResultRow | undefined> {
+  return db.one<ReactorResultRow>(
+    `SELECT id, reactor_id, status, ciphertext, data_key_id FROM reactor_results WHERE tenant_id = $1 AND reactor_id = $2 AND id = $3`,
+    [tenantId, reactorId, id],
+  );
+}
