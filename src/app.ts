@@ -28,6 +28,9 @@ import { createWebhookService, DELIVER_JOB } from './features/webhooks/service.t
 import { registerWebhookRoutes } from './features/webhooks/routes.ts';
 import type { JobHandlers } from './db/jobs.ts';
 import { OutboundClient } from './outbound/client.ts';
+import { Sandbox } from './sandbox/index.ts';
+import { createReactorService, RUN_JOB } from './features/reactors/service.ts';
+import { registerReactorRoutes } from './features/reactors/routes.ts';
 import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { registerTenantRoutes } from './features/tenants/routes.ts';
@@ -58,11 +61,24 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     config.authCacheSeconds,
   );
   notifier.onInvalidate(() => authenticator.invalidate());
+  // The one sandbox for user code (reactors, proxy transforms): isolates are kept warm per tenant and code version.
+  const sandbox = new Sandbox();
+  const reactors = createReactorService({
+    db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log,
+    limits: {
+      syncTimeoutMs: config.reactorTimeoutMs,
+      asyncTimeoutMs: config.reactorAsyncTimeoutMs,
+      memoryMb: config.reactorMemoryMb,
+      maxTokens: 100,
+      concurrency: config.reactorConcurrency,
+    },
+  });
   // Background work by job kind; main.ts runs these when WORKERS=1. Add a kind here to handle it.
   const jobHandlers: JobHandlers = {
     [DELIVER_JOB]: (job) => webhooks.deliver(job),
+    [RUN_JOB]: (job) => reactors.runJob(job),
   };
-  return { logs, events, vault, outbound, keys, applications, sessions, tenants, tokens, detokenize, webhooks, authenticator, jobHandlers };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, tokens, detokenize, webhooks, reactors, authenticator, jobHandlers };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -86,6 +102,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerTokenRoutes(app, services.tokens);
   registerDetokenizeRoutes(app, services.detokenize);
   registerWebhookRoutes(app, services.webhooks);
+  registerReactorRoutes(app, services.reactors);
   await app.ready();
   return app;
 }
