@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
@@ -9,6 +9,11 @@ import type { ReactorService, ReactorView } from './service.ts';
 
 const tags = ['reactors'];
 const Pending = Type.Object({ status: Type.Literal('pending') });
+
+/** Invocation bodies are optional (args default to null): a POST without one is validated as {}. */
+async function optionalBody(request: FastifyRequest): Promise<void> {
+  request.body ??= {};
+}
 
 export function registerReactorRoutes(app: FastifyInstance, reactors: ReactorService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -54,6 +59,7 @@ export function registerReactorRoutes(app: FastifyInstance, reactors: ReactorSer
 
   r.post('/reactors/:id/react', {
     config: { access: { permissions: ['token:use'] } },
+    preValidation: optionalBody,
     schema: {
       tags,
       summary: 'Invoke a reactor; with the deprecated callback_url it runs asynchronously',
@@ -73,6 +79,7 @@ export function registerReactorRoutes(app: FastifyInstance, reactors: ReactorSer
 
   r.post('/reactors/:id/react-async', {
     config: { access: { permissions: ['token:use'] } },
+    preValidation: optionalBody,
     schema: { tags, summary: 'Invoke a reactor asynchronously', params: IdParams, body: ReactAsyncBody, response: { 202: AsyncAccepted, ...problems(404) } },
   }, async (request, reply) => {
     const id = await reactors.reactAsync(principalOf(request), request.params.id, request.body?.args);

@@ -27,12 +27,17 @@ export const ReactorBody = Type.Object({
   application: Type.Optional(Nullable(ApplicationRef, { type: ['object', 'null'] })),
 });
 
+/**
+ * PATCH: an RFC 7386 merge patch over the same fields. `configuration` merges key by key
+ * (null removes a key), so values are only checked once merged into the current reactor,
+ * against ReactorBody: field errors then name the merged document, as for PUT.
+ */
 export const ReactorPatch = Type.Object(
   {
-    name: Type.Optional(Name),
-    code: Type.Optional(Code),
-    configuration: Type.Optional(Configuration),
-    application: Type.Optional(Nullable(ApplicationRef, { type: ['object', 'null'] })),
+    name: Type.Optional(Type.Unknown()),
+    code: Type.Optional(Type.Unknown()),
+    configuration: Type.Optional(Type.Unknown()),
+    application: Type.Optional(Type.Unknown()),
   },
   { additionalProperties: false },
 );

@@ -1,9 +1,9 @@
-import type { Database } from '../../db/database.ts';
+import type { Database, Tx } from '../../db/database.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
 import type { Logger } from '../../logger.ts';
 import type { Principal } from '../../access/principal.ts';
-import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { ApiError, FieldErrorList, type Problem } from '../../http/errors.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
@@ -16,6 +16,7 @@ import type { LogService } from '../logs/service.ts';
 import { CreateTokenBody, TokenId, UpdateTokenBody } from '../tokens/schema.ts';
 import { presentToken, type TokenInput, type TokenPatch, type TokenService } from '../tokens/service.ts';
 import { compileValidator } from '../../http/validate.ts';
+import { ReactorBody } from './schema.ts';
 import {
   completeResult,
   deleteReactor,
@@ -26,13 +27,15 @@ import {
   listReactors,
   updateReactor,
   type Reactor,
+  type ReactorResultRow,
 } from './store.ts';
 
 export type ReactorInput = { name: string; code: string; configuration: Record<string, string>; application?: { id: string } | null };
-export type ReactorPatch = Partial<ReactorInput>;
+export type ReactorPatch = Record<string, unknown>;
 export type ReactorView = Reactor & { application: { id: string; name: string; type: string } | undefined };
-/** What a run produces: the spec's Reactor Response, or a problem. */
-export type Outcome = { ok: true; response: { tokens?: unknown; raw?: unknown } } | { ok: false; status: number; detail: string; errors?: Record<string, string[]> };
+/** What a run produces: the spec's Reactor Response, or a problem (`data` is what the code's error class carried). */
+export type Outcome = { ok: true; response: { tokens?: unknown; raw?: unknown } } | Failure;
+type Failure = { ok: false; status: number; detail: string; errors?: Record<string, string[]>; data?: unknown };
 
 export type ReactorLimits = { syncTimeoutMs: number; asyncTimeoutMs: number; memoryMb: number; maxTokens: number; concurrency: number };
 
@@ -85,11 +88,14 @@ export function createReactorService(deps: {
     return reactor.application_id ? applications.principalFor(reactor.tenant_id, reactor.application_id) : undefined;
   }
 
-  /** Runs user code on already-detokenized args and tokenizes what it asks to; never throws for user faults. */
-  async function execute(reactor: Reactor, caller: Principal, args: unknown, timeoutMs: number, requestId: string): Promise<Outcome> {
+  /**
+   * Runs user code on already-detokenized args and tokenizes what it asks to; never throws for
+   * user faults. Events are the callers' business: a sync run and an async one record them at
+   * different moments (see react and accept).
+   */
+  async function execute(reactor: Reactor, caller: Principal, args: unknown, timeoutMs: number): Promise<Outcome> {
     const app = await appPrincipal(reactor);
     const sdk: SdkHost | undefined = app ? createSdkHost({ principal: app, tokens, detokenize }) : undefined;
-    await events.emit(reactor.tenant_id, 'reactor.invoked', reactor.id, { reactor_id: reactor.id, request_id: requestId });
     const result = await gate.run(() => sandbox.run({
       tenantId: reactor.tenant_id,
       cacheKey: `${reactor.tenant_id}:${reactor.id}:${reactor.version}`,
@@ -107,13 +113,16 @@ export function createReactorService(deps: {
       },
       limits: { timeoutMs, memoryMb: limits.memoryMb },
     }));
-    const outcome = result.ok ? await finish(reactor, app ?? caller, result.value) : failed(result.error);
-    await events.emit(reactor.tenant_id, outcome.ok ? 'reactor.completed' : 'reactor.failed', reactor.id, {
+    return result.ok ? finish(reactor, app ?? caller, result.value) : failed(result.error);
+  }
+
+  /** reactor.completed or reactor.failed, with the request id Retrieve result takes. */
+  function emitSettled(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome, tx?: Tx): Promise<void> {
+    return events.emit(reactor.tenant_id, outcome.ok ? 'reactor.completed' : 'reactor.failed', reactor.id, {
       reactor_id: reactor.id,
       request_id: requestId,
       ...(outcome.ok ? {} : { status: outcome.status }),
-    });
-    return outcome;
+    }, tx);
   }
 
   async function finish(reactor: Reactor, tokenizer: Principal, value: unknown): Promise<Outcome> {
@@ -156,13 +165,27 @@ export function createReactorService(deps: {
         ...(callbackUrl ? { callback_url: callbackUrl } : {}),
       }, { maxAttempts: 5 }, tx);
       await logs.record(principal, { entityType: 'reactor', entityId: reactor.id, operation: 'react', message: `Reactor invoked asynchronously (request ${requestId})` }, tx);
+      // Invoked means accepted: recorded with the job, so a webhook subscriber learns the request id at once.
+      await events.emit(principal.tenantId, 'reactor.invoked', reactor.id, { reactor_id: reactor.id, request_id: requestId }, tx);
     });
     return requestId;
   }
 
-  async function storeOutcome(tenantId: string, requestId: string, outcome: Outcome): Promise<void> {
-    const sealed = await vault.encrypt(tenantId, `reactor-result:${requestId}`, outcome);
-    await completeResult(db, tenantId, { id: requestId, status: outcome.ok ? 'completed' : 'failed', ciphertext: sealed.ciphertext, data_key_id: sealed.dataKeyId });
+  /**
+   * Stores the outcome of a pending run and records its event in one transaction, so a retried
+   * job never reports one run twice. False when the result was no longer pending.
+   */
+  async function storeOutcome(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome): Promise<boolean> {
+    const sealed = await vault.encrypt(reactor.tenant_id, `reactor-result:${requestId}`, outcome);
+    return db.transaction(async (tx) => {
+      const stored = await completeResult(db, reactor.tenant_id, { id: requestId, status: outcome.ok ? 'completed' : 'failed', ciphertext: sealed.ciphertext, data_key_id: sealed.dataKeyId }, tx);
+      if (stored) await emitSettled(reactor, requestId, outcome, tx);
+      return stored;
+    });
+  }
+
+  function readOutcome(tenantId: string, requestId: string, row: ReactorResultRow): Promise<Outcome> {
+    return vault.decrypt(tenantId, `reactor-result:${requestId}`, row.ciphertext!, row.data_key_id!) as Promise<Outcome>;
   }
 
   return {
@@ -215,19 +238,16 @@ export function createReactorService(deps: {
       });
     },
 
-    /** A merge patch over the stored reactor, validated as a whole like PUT. */
+    /** RFC 7386 over the stored reactor as a PUT body, then the same checks as a PUT. */
     async patch(principal: Principal, id: string, patch: ReactorPatch): Promise<void> {
       const current = await load(principal, id);
-      const base: ReactorInput = {
+      const base = {
         name: current.name,
         code: current.code,
         configuration: current.configuration,
-        application: current.application_id ? { id: current.application_id } : null,
+        ...(current.application_id ? { application: { id: current.application_id } } : {}),
       };
-      const merged = applyMergePatch(base, patch) as ReactorInput;
-      if (patch.configuration !== undefined) merged.configuration = patch.configuration;
-      if (patch.application === null) merged.application = null;
-      await this.update(principal, id, { ...merged, configuration: merged.configuration ?? {} });
+      await this.update(principal, id, validReactorBody(applyMergePatch(base, patch), 'body'));
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
@@ -240,11 +260,23 @@ export function createReactorService(deps: {
     /** POST /reactors/{id}/react: runs now and answers with the Reactor Response, or a problem. */
     async react(principal: Principal, id: string, args: unknown): Promise<{ tokens?: unknown; raw?: unknown }> {
       const reactor = await load(principal, id);
+      // Nothing is recorded, and no code runs, unless every token may be used.
       const plain = await detokenizeArgs(principal, args);
       const requestId = uuidv4();
-      await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'react', message: `Reactor invoked (request ${requestId})` });
-      const outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs, requestId);
-      if (!outcome.ok) throw new ApiError(outcome.status, outcome.detail, outcome.errors);
+      await db.transaction(async (tx) => {
+        await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'react', message: `Reactor invoked (request ${requestId})` }, tx);
+        await events.emit(principal.tenantId, 'reactor.invoked', id, { reactor_id: id, request_id: requestId }, tx);
+      });
+      let outcome: Outcome;
+      try {
+        outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs);
+      } catch (err) {
+        // Not the code's fault (busy, or Coffer failed): the invocation still ends in reactor.failed.
+        await emitSettled(reactor, requestId, { ok: false, status: err instanceof ApiError ? err.status : 500, detail: '' }).catch(() => undefined);
+        throw err;
+      }
+      await emitSettled(reactor, requestId, outcome);
+      if (!outcome.ok) throw new ReactorProblem(outcome);
       return outcome.response;
     },
 
@@ -267,8 +299,8 @@ export function createReactorService(deps: {
       const row = await findResult(db, principal.tenantId, id, requestId);
       if (!row) throw ApiError.notFound('reactor result');
       if (row.status === 'pending') return undefined;
-      const outcome = (await vault.decrypt(principal.tenantId, `reactor-result:${requestId}`, row.ciphertext!, row.data_key_id!)) as Outcome;
-      if (!outcome.ok) throw new ApiError(outcome.status, outcome.detail, outcome.errors);
+      const outcome = await readOutcome(principal.tenantId, requestId, row);
+      if (!outcome.ok) throw new ReactorProblem(outcome);
       return outcome.response;
     },
 
@@ -276,22 +308,31 @@ export function createReactorService(deps: {
     async runJob(job: ClaimedJob<RunPayload>): Promise<void> {
       const p = job.payload;
       const tenantId = job.tenantId!;
-      const stored = await findResult(db, tenantId, p.reactor_id, p.request_id);
+      const ref = { id: p.reactor_id, tenant_id: tenantId };
+      let stored = await findResult(db, tenantId, p.reactor_id, p.request_id);
       if (!stored) return;
-      let outcome: Outcome;
       if (stored.status === 'pending') {
-        const caller = deserializePrincipal(p.caller);
-        const reactor = await findReactor(db, tenantId, p.reactor_id);
-        if (!reactor) outcome = { ok: false, status: 404, detail: 'The reactor was deleted before it ran.' };
-        else {
-          const { args } = (await vault.decrypt(tenantId, `reactor-args:${p.request_id}`, Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
-          outcome = await execute(reactor, caller, args, limits.asyncTimeoutMs, p.request_id);
+        let outcome: Outcome;
+        try {
+          const reactor = await findReactor(db, tenantId, p.reactor_id);
+          if (!reactor) outcome = { ok: false, status: 404, detail: 'The reactor was deleted before it ran.' };
+          else {
+            const { args } = (await vault.decrypt(tenantId, `reactor-args:${p.request_id}`, Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
+            outcome = await execute(reactor, deserializePrincipal(p.caller), args, limits.asyncTimeoutMs);
+          }
+        } catch (err) {
+          // Retried while attempts remain; the last one settles the result, or it would stay pending forever.
+          if (job.attempt < job.maxAttempts) throw err;
+          log.error({ request_id: p.request_id, err: (err as Error)?.message }, 'reactor run failed on its last attempt');
+          outcome = err instanceof ApiError && err.status < 500
+            ? { ok: false, status: err.status, detail: err.detail, errors: err.errors }
+            : { ok: false, status: 500, detail: 'The reactor could not be run. Quote the request id when reporting it.' };
         }
-        await storeOutcome(tenantId, p.request_id, outcome);
-      } else {
-        outcome = (await vault.decrypt(tenantId, `reactor-result:${p.request_id}`, stored.ciphertext!, stored.data_key_id!)) as Outcome;
+        await storeOutcome(ref, p.request_id, outcome);
+        // Whatever is stored now is the result, whichever run stored it: the callback sends that.
+        stored = (await findResult(db, tenantId, p.reactor_id, p.request_id))!;
       }
-      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, outcome);
+      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, await readOutcome(tenantId, p.request_id, stored));
     },
   };
 
@@ -299,7 +340,7 @@ export function createReactorService(deps: {
     const body = JSON.stringify(
       outcome.ok
         ? { asyncReactorRequestId: requestId, status: 'completed', ...outcome.response }
-        : { asyncReactorRequestId: requestId, status: 'failed', error: { status: outcome.status, detail: outcome.detail, errors: outcome.errors } },
+        : { asyncReactorRequestId: requestId, status: 'failed', error: { status: outcome.status, detail: outcome.detail, errors: outcome.errors, data: outcome.data } },
     );
     const res = await outbound.request({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body, timeoutMs: 10_000 });
     if (res.status < 200 || res.status >= 300) throw new Error(`callback answered ${res.status}`);
@@ -319,7 +360,26 @@ function deserializePrincipal(p: SerializedPrincipal): Principal {
 }
 
 function failed(f: SandboxFailure): Outcome {
-  return { ok: false, status: f.status, detail: f.detail };
+  return { ok: false, status: f.status, detail: f.detail, ...(f.data !== undefined ? { data: f.data } : {}) };
+}
+
+/**
+ * A failed run as problem+json: the ApiError fields plus `data`, what the code's error class
+ * carried (`new BadRequestError('card is required', { field: 'card' })`), which the caller
+ * needs to act on the error.
+ */
+class ReactorProblem extends ApiError {
+  readonly data: unknown;
+
+  constructor(f: Failure) {
+    super(f.status, f.detail, f.errors);
+    this.data = f.data;
+  }
+
+  override toProblem(requestId: string): Problem & { data?: unknown } {
+    const problem = super.toProblem(requestId);
+    return this.data === undefined ? problem : { ...problem, data: this.data };
+  }
 }
 
 /** `*` is the wildcard; without one, a substring match. LIKE's own metacharacters are escaped. */
@@ -332,6 +392,7 @@ function flatten(headers: Record<string, string | string[]>): Record<string, str
   return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
 }
 
+const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
 const validCreate = compileValidator<TokenInput>(CreateTokenBody);
 const validPatch = compileValidator<TokenPatch>(UpdateTokenBody);
 const validId = compileValidator<string>(TokenId);

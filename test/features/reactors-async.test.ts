@@ -1,0 +1,399 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
+import { assertAuthCases } from '../helpers/security.ts';
+import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
+
+/**
+ * Asynchronous reactor runs: POST /reactors/{id}/react-async, GET /reactors/{id}/results/{request_id}
+ * (pending, completed, failed), results stored encrypted, events carrying the request id, and the
+ * deprecated callback_url on react, delivered to a local receiver through the guarded client.
+ */
+
+const PAN = '4111111111111111';
+const SECRET = 'async-reactor-secret-value-7390';
+const YEAR = new Date().getUTCFullYear() + 2;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ASYNC_TIMEOUT_MS = 1500;
+
+type Received = { path: string; method: string; headers: http.IncomingHttpHeaders; body: string };
+
+/** A local HTTP server on 127.0.0.1: records requests; a path can be held until released, or answer a chosen status. */
+async function startReceiver() {
+  const received: Received[] = [];
+  const held = new Map<string, Promise<void>>();
+  const statuses = new Map<string, (n: number) => number>();
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', async () => {
+      const p = req.url ?? '/';
+      received.push({ path: p, method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      await held.get(p);
+      const status = (statuses.get(p) ?? (() => 200))(received.filter((r) => r.path === p).length);
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: status < 300 }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: (p: string) => `http://127.0.0.1:${port}${p}`,
+    at: (p: string) => received.filter((r) => r.path === p),
+    /** Requests to `p` wait for the returned release function. */
+    hold(p: string): () => void {
+      let release!: () => void;
+      held.set(p, new Promise<void>((r) => (release = r)));
+      return release;
+    },
+    status: (p: string, fn: (n: number) => number) => statuses.set(p, fn),
+    close: () => {
+      server.closeAllConnections();
+      return new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+function assertProblem(res: Response, status: number, detail?: RegExp): void {
+  assert.equal(res.status, status, `expected ${status}, got ${res.status} ${res.text}`);
+  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  assert.equal(res.body.status, status);
+  if (detail) assert.match(res.body.detail, detail);
+}
+
+describe('asynchronous reactor runs', () => {
+  let server: TestServer;
+  let sql: pg.Client;
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let writer: string;
+  let invoker: { id: string; key: string };
+  let generalOnly: string;
+  let btApp: { id: string; key: string };
+  let card: string;
+  let secret: string;
+  let other: { tenant_id: string; api_key: string };
+
+  before(async () => {
+    rememberSecret(PAN, SECRET);
+    receiver = await startReceiver();
+    server = await startTestServer({
+      JOB_POLL_MS: '50',
+      JOB_BACKOFF_BASE_MS: '50',
+      JOB_BACKOFF_MAX_MS: '200',
+      OUTBOUND_ALLOWLIST: '127.0.0.1',
+      REACTOR_ASYNC_TIMEOUT_MS: String(ASYNC_TIMEOUT_MS),
+    });
+    sql = new pg.Client({ connectionString: server.config.databaseUrl });
+    await sql.connect();
+    writer = (await createApplication(server, {
+      name: 'writer',
+      type: 'private',
+      rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }],
+    })).key;
+    invoker = await createApplication(server, { name: 'invoker', type: 'private', permissions: ['token:use', 'token:create'] });
+    generalOnly = (await createApplication(server, {
+      name: 'general only',
+      type: 'private',
+      rules: [{ priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:use'] }],
+    })).key;
+    btApp = await createApplication(server, {
+      name: 'bt',
+      type: 'private',
+      rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }],
+    });
+    card = await token({ type: 'card', data: { number: PAN, expiration_month: 1, expiration_year: YEAR } });
+    secret = await token({ type: 'token', data: SECRET });
+    const t = await createOtherTenant(server);
+    const theirInvoker = await call(server, 'POST', '/applications', { key: t.api_key, body: { name: 'their invoker', type: 'private', permissions: ['token:use'] } });
+    assert.equal(theirInvoker.status, 201, theirInvoker.text);
+    rememberSecret(theirInvoker.body.key);
+    other = { tenant_id: t.tenant_id, api_key: theirInvoker.body.key };
+  });
+  after(async () => {
+    await sql?.end();
+    await server?.stop();
+    await receiver?.close();
+  });
+
+  async function token(body: Record<string, unknown>): Promise<string> {
+    const res = await call(server, 'POST', '/tokens', { key: writer, body });
+    assert.equal(res.status, 201, res.text);
+    return res.body.id;
+  }
+
+  async function reactor(code: string, extra: Record<string, unknown> = {}): Promise<string> {
+    const res = await call(server, 'POST', '/reactors', { key: server.key, body: { name: 'async', code, configuration: { MODE: 'async' }, ...extra } });
+    assert.equal(res.status, 201, res.text);
+    return res.body.id;
+  }
+
+  async function reactAsync(id: string, body: unknown = {}, key = invoker.key): Promise<string> {
+    const res = await call(server, 'POST', `/reactors/${id}/react-async`, { key, body });
+    assert.equal(res.status, 202, res.text);
+    assert.deepEqual(Object.keys(res.body), ['asyncReactorRequestId']);
+    assert.match(res.body.asyncReactorRequestId, UUID);
+    return res.body.asyncReactorRequestId;
+  }
+
+  const result = (id: string, requestId: string, key = invoker.key) => call(server, 'GET', `/reactors/${id}/results/${requestId}`, { key });
+
+  /** Polls until the run is no longer pending. */
+  const settled = (id: string, requestId: string) =>
+    until(async () => {
+      const res = await result(id, requestId);
+      return res.status !== 202 && res;
+    }, `the result of ${requestId}`);
+
+  const eventsOf = async (reactorId: string) =>
+    (await sql.query(`SELECT type, payload FROM events WHERE tenant_id = $1 AND entity_id = $2 ORDER BY id`, [server.tenantId, reactorId])).rows as {
+      type: string;
+      payload: any;
+    }[];
+
+  describe('react-async and results', () => {
+    it('accepts with 202, is pending (202) while it runs, then answers the Reactor Response', async () => {
+      const gate = `/gate-${randomUUID()}`;
+      const release = receiver.hold(gate);
+      const id = await reactor(`module.exports = async (req) => {
+        await fetch(${JSON.stringify(receiver.url(gate))});
+        return {
+          raw: { number: req.args.card.number, secret: req.args.secret, mode: req.configuration.MODE },
+          tokenize: { copy: { type: 'token', data: req.args.secret } },
+        };
+      };`);
+      const requestId = await reactAsync(id, { args: { card: `{{ ${card} }}`, secret: `{{ ${secret} }}` } });
+
+      // The run is held at the gate: certainly pending.
+      await until(() => receiver.at(gate).length > 0, 'the run to reach the gate');
+      const pending = await result(id, requestId);
+      assert.equal(pending.status, 202, pending.text);
+      assert.deepEqual(pending.body, { status: 'pending' });
+      assert.deepEqual((await eventsOf(id)).map((e) => e.type), ['reactor.invoked'], 'invoked as soon as it was accepted');
+
+      release();
+      const done = await settled(id, requestId);
+      assert.equal(done.status, 200, done.text);
+      assert.deepEqual(done.body.raw, { number: PAN, secret: SECRET, mode: 'async' });
+      assert.match(done.body.tokens.copy.id, UUID);
+      assert.equal(done.body.tokens.copy.data, undefined);
+      assert.equal(done.body.tokens.copy.created_by, invoker.id, 'tokenized as the caller, as a sync run would');
+      assert.equal((await call(server, 'GET', `/tokens/${done.body.tokens.copy.id}`, { key: writer })).body.data, SECRET);
+
+      // The same answer every time it is asked.
+      assert.deepEqual((await result(id, requestId)).body, done.body);
+
+      const events = await eventsOf(id);
+      assert.deepEqual(events.map((e) => e.type), ['reactor.invoked', 'reactor.completed']);
+      for (const e of events) assert.deepEqual(e.payload, { reactor_id: id, request_id: requestId });
+
+      const logs = await call(server, 'GET', `/logs?entity_type=reactor&entity_id=${id}`, { key: server.key });
+      const reacts = (logs.body.data as any[]).filter((e) => e.operation === 'react');
+      assert.equal(reacts.length, 1, logs.text);
+      assert.equal(reacts[0].actor_id, invoker.id);
+      assert.ok(reacts[0].message.includes(requestId));
+    });
+
+    it('keeps the result, the arguments and the job only encrypted', async () => {
+      const id = await reactor(`module.exports = async (req) => ({ raw: { number: req.args.number, secret: req.args.secret } });`);
+      const requestId = await reactAsync(id, { args: { number: `{{ ${card} | json: '$.number' }}`, secret: `{{ ${secret} }}` } });
+      const done = await settled(id, requestId);
+      assert.deepEqual(done.body, { raw: { number: PAN, secret: SECRET } });
+
+      const row = (await sql.query(`SELECT status, ciphertext, data_key_id FROM reactor_results WHERE id = $1`, [requestId])).rows[0];
+      assert.equal(row.status, 'completed');
+      assert.ok(Buffer.isBuffer(row.ciphertext) && row.ciphertext.length > 0);
+      assert.ok(row.data_key_id);
+      for (const plain of [PAN, SECRET]) {
+        assert.ok(!row.ciphertext.includes(Buffer.from(plain)), `the stored result does not hold ${plain === PAN ? 'the PAN' : 'the secret'}`);
+      }
+      const rows = await sql.query(`SELECT payload::text AS payload FROM jobs WHERE payload->>'request_id' = $1`, [requestId]);
+      assert.equal(rows.rows.length, 1);
+      assert.ok(!rows.rows[0].payload.includes(PAN) && !rows.rows[0].payload.includes(SECRET), 'the job holds the arguments sealed');
+    });
+
+    it('runs bt with the reactor\'s application', async () => {
+      const id = await reactor(
+        `module.exports = async ({ bt }) => { const t = await bt.tokens.create({ type: 'token', data: 'made async' }); return { raw: { id: t.id, by: t.created_by } }; };`,
+        { application: { id: btApp.id } },
+      );
+      const done = await settled(id, await reactAsync(id));
+      assert.equal(done.status, 200, done.text);
+      assert.equal(done.body.raw.by, btApp.id);
+      assert.equal((await call(server, 'GET', `/tokens/${done.body.raw.id}`, { key: writer })).body.data, 'made async');
+    });
+
+    it('a body is optional', async () => {
+      const id = await reactor(`module.exports = async (req) => ({ raw: { args: req.args } });`);
+      const res = await call(server, 'POST', `/reactors/${id}/react-async`, { key: invoker.key });
+      assert.equal(res.status, 202, res.text);
+      assert.deepEqual((await settled(id, res.body.asyncReactorRequestId)).body, { raw: { args: null } });
+    });
+  });
+
+  describe('failed runs', () => {
+    it('an error thrown by the code is the result: its problem, with its status', async () => {
+      const id = await reactor(`module.exports = async () => { throw new Error('async boom'); };`);
+      const requestId = await reactAsync(id);
+      const res = await settled(id, requestId);
+      assertProblem(res, 422, /async boom/);
+      assertProblem(await result(id, requestId), 422, /async boom/);
+      const events = await eventsOf(id);
+      assert.deepEqual(events.map((e) => e.type), ['reactor.invoked', 'reactor.failed']);
+      assert.deepEqual(events[1].payload, { reactor_id: id, request_id: requestId, status: 422 });
+      const row = (await sql.query(`SELECT status FROM reactor_results WHERE id = $1`, [requestId])).rows[0];
+      assert.equal(row.status, 'failed');
+    });
+
+    it('an error class keeps its status and data', async () => {
+      const id = await reactor(`const { BadRequestError } = require('@coffer/errors'); module.exports = async () => { throw new BadRequestError('amount missing', { field: 'amount' }); };`);
+      const res = await settled(id, await reactAsync(id));
+      assertProblem(res, 400, /amount missing/);
+      assert.deepEqual(res.body.data, { field: 'amount' });
+    });
+
+    it('a run past REACTOR_ASYNC_TIMEOUT_MS is a 408', async () => {
+      const id = await reactor(`module.exports = async () => { while (true) {} };`);
+      const started = Date.now();
+      const res = await settled(id, await reactAsync(id));
+      assertProblem(res, 408, new RegExp(String(ASYNC_TIMEOUT_MS)));
+      assert.ok(Date.now() - started >= ASYNC_TIMEOUT_MS - 100);
+    });
+  });
+
+  describe('errors and isolation', () => {
+    it('a token the caller may not use is a 403 at once, and nothing is queued', async () => {
+      const id = await reactor(`module.exports = async () => ({});`);
+      const jobs = async () => (await sql.query(`SELECT count(*)::int AS n FROM jobs WHERE payload->>'reactor_id' = $1`, [id])).rows[0].n;
+      const res = await call(server, 'POST', `/reactors/${id}/react-async`, { key: generalOnly, body: { args: { c: `{{ ${card} }}` } } });
+      assertProblem(res, 403);
+      assert.equal(await jobs(), 0);
+      assert.equal((await sql.query(`SELECT count(*)::int AS n FROM reactor_results WHERE reactor_id = $1`, [id])).rows[0].n, 0);
+      assert.deepEqual(await eventsOf(id), []);
+      assertProblem(await call(server, 'POST', `/reactors/${id}/react-async`, { key: invoker.key, body: { args: { c: `{{ ${randomUUID()} }}` } } }), 400);
+      assert.equal(await jobs(), 0);
+      // The control: a token it may use is accepted.
+      await reactAsync(id, { args: { s: `{{ ${secret} }}` } }, generalOnly);
+      assert.equal(await jobs(), 1);
+    });
+
+    it('answers 404 for an unknown reactor', async () => {
+      assertProblem(await call(server, 'POST', `/reactors/${randomUUID()}/react-async`, { key: invoker.key, body: {} }), 404);
+    });
+
+    it('results: unknown request ids, another reactor\'s ids and another tenant\'s are all 404', async () => {
+      const id = await reactor(`module.exports = async () => ({ raw: 'mine' });`);
+      const sibling = await reactor(`module.exports = async () => ({ raw: 'sibling' });`);
+      const requestId = await reactAsync(id);
+      assert.equal((await settled(id, requestId)).status, 200);
+
+      assertProblem(await result(id, randomUUID()), 404);
+      assertProblem(await result(sibling, requestId), 404);
+      assertProblem(await result(randomUUID(), requestId), 404);
+      assertProblem(await result(id, requestId, other.api_key), 404);
+      assertProblem(await result(id, 'not-a-uuid'), 400);
+
+      // The other tenant's own result is out of reach the same way.
+      const theirs = await call(server, 'POST', '/reactors', { key: (await createOtherTenant(server)).api_key, body: { name: 'x', code: 'module.exports = async () => ({});', configuration: {} } });
+      assert.equal(theirs.status, 201);
+      assertProblem(await result(theirs.body.id, requestId), 404);
+    });
+
+    it('the ids of a sync run are not results', async () => {
+      const id = await reactor(`module.exports = async () => ({ raw: 1 });`);
+      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: {} });
+      assert.equal(res.status, 200, res.text);
+      const [invoked] = await eventsOf(id);
+      assertProblem(await result(id, invoked.payload.request_id), 404);
+    });
+
+    it('react-async requires token:use', async () => {
+      const id = await reactor(`module.exports = async () => ({});`);
+      await assertAuthCases(server, { method: 'POST', path: `/reactors/${id}/react-async`, permissions: ['token:use'], type: 'private', body: {} });
+      assertProblem(await call(server, 'POST', `/reactors/${id}/react-async`, { key: server.key, body: {} }), 403);
+    });
+
+    it('results require token:use', async () => {
+      const id = await reactor(`module.exports = async () => ({ raw: 'x' });`);
+      const requestId = await reactAsync(id);
+      await settled(id, requestId);
+      await assertAuthCases(server, { method: 'GET', path: `/reactors/${id}/results/${requestId}`, permissions: ['token:use'], type: 'private' });
+      assertProblem(await result(id, requestId, server.key), 403);
+    });
+  });
+
+  describe('callback_url (deprecated)', () => {
+    it('react with callback_url answers 202 and POSTs the result to the URL', async () => {
+      const path = `/callback-${randomUUID()}`;
+      const id = await reactor(`module.exports = async (req) => ({ raw: { echoed: req.args.value } });`);
+      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { args: { value: 'plain value' }, callback_url: receiver.url(path) } });
+      assert.equal(res.status, 202, res.text);
+      const requestId = res.body.asyncReactorRequestId;
+      assert.match(requestId, UUID);
+
+      const [delivery] = await until(() => receiver.at(path).length > 0 && receiver.at(path), 'the callback');
+      assert.equal(delivery.method, 'POST');
+      assert.match(delivery.headers['content-type'] ?? '', /application\/json/);
+      assert.deepEqual(JSON.parse(delivery.body), { asyncReactorRequestId: requestId, status: 'completed', raw: { echoed: 'plain value' } });
+      // The result can be fetched too.
+      assert.deepEqual((await settled(id, requestId)).body, { raw: { echoed: 'plain value' } });
+    });
+
+    it('a failed run is delivered as failed, with its problem', async () => {
+      const path = `/callback-${randomUUID()}`;
+      const id = await reactor(`module.exports = async () => { throw new Error('callback boom'); };`);
+      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { callback_url: receiver.url(path) } });
+      assert.equal(res.status, 202, res.text);
+      const [delivery] = await until(() => receiver.at(path).length > 0 && receiver.at(path), 'the callback');
+      const body = JSON.parse(delivery.body);
+      assert.equal(body.asyncReactorRequestId, res.body.asyncReactorRequestId);
+      assert.equal(body.status, 'failed');
+      assert.equal(body.error.status, 422);
+      assert.match(body.error.detail, /callback boom/);
+    });
+
+    it('a failing callback is retried without running the code again', async () => {
+      const path = `/callback-${randomUUID()}`;
+      const runs = `/runs-${randomUUID()}`;
+      receiver.status(path, (n) => (n < 3 ? 500 : 200));
+      const id = await reactor(`module.exports = async () => { await fetch(${JSON.stringify(receiver.url(runs))}); return { raw: 'once' }; };`);
+      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { callback_url: receiver.url(path) } });
+      assert.equal(res.status, 202, res.text);
+      await until(() => receiver.at(path).length >= 3, 'three callback attempts');
+      for (const d of receiver.at(path)) assert.deepEqual(JSON.parse(d.body), { asyncReactorRequestId: res.body.asyncReactorRequestId, status: 'completed', raw: 'once' });
+      await until(async () => (await sql.query(`SELECT status FROM jobs WHERE payload->>'request_id' = $1`, [res.body.asyncReactorRequestId])).rows[0]?.status === 'done', 'the job to finish');
+      assert.equal(receiver.at(runs).length, 1, 'the code ran once');
+      assert.deepEqual((await eventsOf(id)).map((e) => e.type), ['reactor.invoked', 'reactor.completed'], 'and was reported once');
+    });
+
+    it('a callback_url the guarded client refuses is a 400 on body.callback_url, and nothing is queued', async () => {
+      const id = await reactor(`module.exports = async () => ({});`);
+      for (const url of ['http://10.0.0.1/', 'http://169.254.169.254/latest', 'not a url', 'ftp://example.com/x', 'http://user:pw@example.com/']) {
+        const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { callback_url: url } });
+        assertProblem(res, 400);
+        assert.ok(res.body.errors?.['body.callback_url'], `${url}: ${res.text}`);
+      }
+      assert.equal((await sql.query(`SELECT count(*)::int AS n FROM reactor_results WHERE reactor_id = $1`, [id])).rows[0].n, 0);
+      assert.deepEqual(await eventsOf(id), []);
+    });
+
+    it('a null callback_url is a plain sync call', async () => {
+      const id = await reactor(`module.exports = async () => ({ raw: 'sync' });`);
+      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { callback_url: null } });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body, { raw: 'sync' });
+    });
+  });
+});
