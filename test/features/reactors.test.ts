@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
 import { assertAuthCases } from '../helpers/security.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
  * /reactors management: create, read, list, replace, merge-patch, delete; validation of
@@ -67,6 +67,17 @@ describe('reactors API', () => {
   const react = (id: string, args?: unknown, key = useKey) => call(server, 'POST', `/reactors/${id}/react`, { key, body: args === undefined ? {} : { args } });
 
   describe('POST /reactors', () => {
+    it('stores the configuration only encrypted, and returns it opened', async () => {
+      const secret = `sk_live_${randomUUID()}`;
+      rememberSecret(secret);
+      const r = await created({ ...REACTOR, configuration: { API_KEY: secret } });
+      assert.deepEqual(r.configuration, { API_KEY: secret });
+      const row = await sql.query('SELECT t::text AS text FROM reactors t WHERE id = $1', [r.id]);
+      assert.equal(row.rows.length, 1);
+      assert.ok(!row.rows[0].text.includes(secret), 'the configuration is not readable in the table');
+      assert.deepEqual((await call(server, 'GET', `/reactors/${r.id}`, { key: server.key })).body.configuration, { API_KEY: secret });
+    });
+
     it('creates a reactor and returns it', async () => {
       const before = Date.now();
       const res = await create({ ...REACTOR, application: { id: privateApp.id } });

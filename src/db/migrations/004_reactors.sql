@@ -5,7 +5,9 @@ CREATE TABLE reactors (
   tenant_id      uuid NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
   name           text NOT NULL,
   code           text NOT NULL,
-  configuration  jsonb NOT NULL DEFAULT '{}'::jsonb,
+  -- Configuration often holds credentials: stored only encrypted, like token data.
+  configuration_ciphertext bytea NOT NULL,
+  configuration_key_id     uuid NOT NULL,
   application_id uuid REFERENCES applications (id) ON DELETE SET NULL,
   version        integer NOT NULL DEFAULT 1,
   created_by     uuid,

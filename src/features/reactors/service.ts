@@ -19,6 +19,7 @@ import { compileValidator } from '../../http/validate.ts';
 import { ReactorBody } from './schema.ts';
 import {
   completeResult,
+  deleteOldResultsAcrossTenants,
   deleteReactor,
   findReactor,
   findResult,
@@ -26,12 +27,14 @@ import {
   insertReactor,
   listReactors,
   updateReactor,
-  type Reactor,
+  type ReactorRow,
   type ReactorResultRow,
 } from './store.ts';
 
 export type ReactorInput = { name: string; code: string; configuration: Record<string, string>; application?: { id: string } | null };
 export type ReactorPatch = Record<string, unknown>;
+/** A reactor with its configuration opened. */
+export type Reactor = Omit<ReactorRow, 'configuration_ciphertext' | 'configuration_key_id'> & { configuration: Record<string, string> };
 export type ReactorView = Reactor & { application: { id: string; name: string; type: string } | undefined };
 /** What a run produces: the spec's Reactor Response, or a problem (`data` is what the code's error class carried). */
 export type Outcome = { ok: true; response: { tokens?: unknown; raw?: unknown } } | Failure;
@@ -78,9 +81,20 @@ export function createReactorService(deps: {
   }
 
   async function load(principal: Principal, id: string): Promise<Reactor> {
-    const reactor = await findReactor(db, principal.tenantId, id);
-    if (!reactor) throw ApiError.notFound('reactor');
-    return reactor;
+    const row = await findReactor(db, principal.tenantId, id);
+    if (!row) throw ApiError.notFound('reactor');
+    return hydrate(row);
+  }
+
+  async function hydrate(row: ReactorRow): Promise<Reactor> {
+    const { configuration_ciphertext, configuration_key_id, ...rest } = row;
+    const configuration = (await vault.decrypt(row.tenant_id, configAad(row.id), configuration_ciphertext, configuration_key_id)) as Record<string, string>;
+    return { ...rest, configuration };
+  }
+
+  async function sealConfiguration(tenantId: string, id: string, configuration: Record<string, string>) {
+    const { ciphertext, dataKeyId } = await vault.encrypt(tenantId, configAad(id), configuration);
+    return { configuration_ciphertext: ciphertext, configuration_key_id: dataKeyId };
   }
 
   /** The reactor's configured application, as the principal `bt` and the tokenize block act with. */
@@ -193,24 +207,26 @@ export function createReactorService(deps: {
       const errors = new FieldErrorList();
       const app = await validate(principal, input, errors);
       errors.throwIfAny();
+      const id = uuidv4();
+      const sealed = await sealConfiguration(principal.tenantId, id, input.configuration);
       return db.transaction(async (tx) => {
         const r = await insertReactor(db, principal.tenantId, {
-          id: uuidv4(),
+          id,
           name: input.name,
           code: input.code,
-          configuration: input.configuration,
+          ...sealed,
           application_id: app?.id ?? null,
           created_by: principal.actorId,
         }, tx);
         await logs.record(principal, { entityType: 'reactor', entityId: r.id, operation: 'create', message: `Reactor "${r.name}" created` }, tx);
-        return { ...r, application: app };
+        return { ...(await hydrate(r)), application: app };
       });
     },
 
     async list(principal: Principal, q: Offset & { id: string[]; name?: string }) {
       const { rows, total } = await listReactors(db, principal.tenantId, { ids: q.id, namePattern: q.name ? likePattern(q.name) : undefined, ...offsetOf(q) });
       const views = [];
-      for (const r of rows) views.push(await present(principal, r));
+      for (const r of rows) views.push(await present(principal, await hydrate(r)));
       return offsetPage(views, total, q);
     },
 
@@ -223,18 +239,19 @@ export function createReactorService(deps: {
       const errors = new FieldErrorList();
       const app = await validate(principal, input, errors);
       errors.throwIfAny();
+      const sealed = await sealConfiguration(principal.tenantId, id, input.configuration);
       return db.transaction(async (tx) => {
         const r = await updateReactor(db, principal.tenantId, {
           id,
           name: input.name,
           code: input.code,
-          configuration: input.configuration,
+          ...sealed,
           application_id: app?.id ?? null,
           modified_by: principal.actorId,
         }, tx);
         if (!r) throw ApiError.notFound('reactor');
         await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'update', message: `Reactor "${r.name}" updated` }, tx);
-        return { ...r, application: app };
+        return { ...(await hydrate(r)), application: app };
       });
     },
 
@@ -248,6 +265,11 @@ export function createReactorService(deps: {
         ...(current.application_id ? { application: { id: current.application_id } } : {}),
       };
       await this.update(principal, id, validReactorBody(applyMergePatch(base, patch), 'body'));
+    },
+
+    /** Deletes async results older than `days`. */
+    sweepResults(days: number): Promise<number> {
+      return deleteOldResultsAcrossTenants(db, days);
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
@@ -314,7 +336,8 @@ export function createReactorService(deps: {
       if (stored.status === 'pending') {
         let outcome: Outcome;
         try {
-          const reactor = await findReactor(db, tenantId, p.reactor_id);
+          const row = await findReactor(db, tenantId, p.reactor_id);
+          const reactor = row && (await hydrate(row));
           if (!reactor) outcome = { ok: false, status: 404, detail: 'The reactor was deleted before it ran.' };
           else {
             const { args } = (await vault.decrypt(tenantId, `reactor-args:${p.request_id}`, Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
@@ -447,4 +470,8 @@ class Gate {
       this.waiting.shift()?.();
     }
   }
+}
+
+function configAad(reactorId: string): string {
+  return `reactor-configuration:${reactorId}`;
 }

@@ -1,11 +1,13 @@
 import type { Database, Tx } from '../../db/database.ts';
 
-export type Reactor = {
+/** A reactor as stored: its configuration sealed under the tenant's data key. */
+export type ReactorRow = {
   id: string;
   tenant_id: string;
   name: string;
   code: string;
-  configuration: Record<string, string>;
+  configuration_ciphertext: Buffer;
+  configuration_key_id: string;
   application_id: string | null;
   version: number;
   created_by: string | null;
@@ -14,25 +16,26 @@ export type Reactor = {
   modified_at: Date | null;
 };
 
-const COLUMNS = 'id, tenant_id, name, code, configuration, application_id, version, created_by, created_at, modified_by, modified_at';
+const COLUMNS = `id, tenant_id, name, code, configuration_ciphertext, configuration_key_id, application_id, version,
+  created_by, created_at, modified_by, modified_at`;
 
 export async function insertReactor(
   db: Database,
   tenantId: string,
-  r: Pick<Reactor, 'id' | 'name' | 'code' | 'configuration' | 'application_id' | 'created_by'>,
+  r: Pick<ReactorRow, 'id' | 'name' | 'code' | 'configuration_ciphertext' | 'configuration_key_id' | 'application_id' | 'created_by'>,
   tx?: Tx,
-): Promise<Reactor> {
-  const row = await db.one<Reactor>(
-    `INSERT INTO reactors (id, tenant_id, name, code, configuration, application_id, created_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-    [r.id, tenantId, r.name, r.code, JSON.stringify(r.configuration), r.application_id, r.created_by],
+): Promise<ReactorRow> {
+  const row = await db.one<ReactorRow>(
+    `INSERT INTO reactors (id, tenant_id, name, code, configuration_ciphertext, configuration_key_id, application_id, created_by)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [r.id, tenantId, r.name, r.code, r.configuration_ciphertext, r.configuration_key_id, r.application_id, r.created_by],
     tx,
   );
   return row!;
 }
 
-export async function findReactor(db: Database, tenantId: string, id: string, tx?: Tx, lock = false): Promise<Reactor | undefined> {
-  return db.one<Reactor>(`SELECT ${COLUMNS} FROM reactors WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id], tx);
+export async function findReactor(db: Database, tenantId: string, id: string, tx?: Tx, lock = false): Promise<ReactorRow | undefined> {
+  return db.one<ReactorRow>(`SELECT ${COLUMNS} FROM reactors WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id], tx);
 }
 
 /** `namePattern` is a LIKE pattern built by the service from the caller's wildcard. */
@@ -40,11 +43,11 @@ export async function listReactors(
   db: Database,
   tenantId: string,
   f: { ids: string[]; namePattern?: string; limit: number; offset: number },
-): Promise<{ rows: Reactor[]; total: number }> {
+): Promise<{ rows: ReactorRow[]; total: number }> {
   const where = `tenant_id = $1 AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[])) AND ($3::text IS NULL OR name ILIKE $3)`;
   const params = [tenantId, f.ids, f.namePattern ?? null];
   const [rows, count] = await Promise.all([
-    db.query<Reactor>(`SELECT ${COLUMNS} FROM reactors WHERE ${where} ORDER BY created_at, id LIMIT $4 OFFSET $5`, [...params, f.limit, f.offset]),
+    db.query<ReactorRow>(`SELECT ${COLUMNS} FROM reactors WHERE ${where} ORDER BY created_at, id LIMIT $4 OFFSET $5`, [...params, f.limit, f.offset]),
     db.one<{ n: number }>(`SELECT count(*) AS n FROM reactors WHERE ${where}`, params),
   ]);
   return { rows, total: count!.n };
@@ -53,14 +56,14 @@ export async function listReactors(
 export async function updateReactor(
   db: Database,
   tenantId: string,
-  r: Pick<Reactor, 'id' | 'name' | 'code' | 'configuration' | 'application_id'> & { modified_by: string },
+  r: Pick<ReactorRow, 'id' | 'name' | 'code' | 'configuration_ciphertext' | 'configuration_key_id' | 'application_id'> & { modified_by: string },
   tx?: Tx,
-): Promise<Reactor | undefined> {
-  return db.one<Reactor>(
-    `UPDATE reactors SET name = $3, code = $4, configuration = $5, application_id = $6, modified_by = $7,
-       modified_at = now(), version = version + 1
+): Promise<ReactorRow | undefined> {
+  return db.one<ReactorRow>(
+    `UPDATE reactors SET name = $3, code = $4, configuration_ciphertext = $5, configuration_key_id = $6, application_id = $7,
+       modified_by = $8, modified_at = now(), version = version + 1
      WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [tenantId, r.id, r.name, r.code, JSON.stringify(r.configuration), r.application_id, r.modified_by],
+    [tenantId, r.id, r.name, r.code, r.configuration_ciphertext, r.configuration_key_id, r.application_id, r.modified_by],
     tx,
   );
 }
@@ -101,4 +104,13 @@ export async function findResult(db: Database, tenantId: string, reactorId: stri
     `SELECT id, reactor_id, status, ciphertext, data_key_id FROM reactor_results WHERE tenant_id = $1 AND reactor_id = $2 AND id = $3`,
     [tenantId, reactorId, id],
   );
+}
+
+/** Results are kept for `days`; the sweep works across tenants, each row carrying its own. */
+export async function deleteOldResultsAcrossTenants(db: Database, days: number): Promise<number> {
+  const rows = await db.query(
+    `DELETE FROM reactor_results WHERE id IN (SELECT id FROM reactor_results WHERE created_at < now() - make_interval(days => $1) LIMIT 5000) RETURNING id`,
+    [days],
+  );
+  return rows.length;
 }
