@@ -11,6 +11,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, insertRow, opsLoad, preloadRows, selectRandomRow } from './db.ts';
 import { BenchError, freePort, load, probe, startServer, table, waitReady, type Req, type Result, type Row, type Server } from './lib.ts';
+import { pairedLatency } from './overhead.ts';
 
 /** What prepare/requests get: the running Coffer, its management key, and a way to set data up through the API. */
 type Context = {
@@ -58,6 +59,8 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
   'pg.select': {
     db: { prepare: async (pool) => ({ ids: await preloadRows(pool, 10_000) }), op: (pool, { ids }) => selectRandomRow(pool, ids) },
   },
+  // The `detokenize` scenario's requests, as the baseline of react.one_token (arrow, since `vault` is defined below).
+  detokenize: { prepare: (ctx) => vault(ctx), requests: (ctx, prepared) => detokenizeRequests(ctx, prepared) },
 };
 
 // The token scenarios: a private application allowed to create, read (reveal) and use every token.
@@ -80,6 +83,27 @@ const vault = ({ call }: Context) =>
     }
     return { key, ids };
   })());
+
+// The reactor scenarios: two reactors without an application (bt is null), created with the management key and
+// invoked with the token scenarios' private key, whose rule grants token:use.
+const REACTORS = {
+  trivial: 'module.exports = async () => ({ raw: { ok: true } })',
+  oneToken: 'module.exports = async (req) => ({ raw: { last4: req.args.card.number.slice(-4) } })',
+};
+let reactorSetup: Promise<Record<string, any>> | undefined;
+/** The vault's key and token ids plus the reactors' ids, once per run. */
+const reactors = (ctx: Context): Promise<Record<string, any>> =>
+  (reactorSetup ??= (async () => {
+    const ids: Record<string, string> = {};
+    for (const [name, code] of Object.entries(REACTORS)) ids[name] = (await ctx.call('POST', '/reactors', { name: `bench-${name}`, code, configuration: {} })).id;
+    return { ...(await vault(ctx)), ...ids };
+  })());
+const reactRequest = (key: string, reactor: string, args: unknown): Req => ({
+  method: 'POST',
+  path: `/reactors/${reactor}/react`,
+  headers: { 'svc-api-key': key },
+  json: { args },
+});
 
 const scenarios: Scenario[] = [
   {
@@ -118,10 +142,77 @@ const scenarios: Scenario[] = [
     p99_target_ms: 25,
     connections: 64,
     prepare: vault,
-    requests: (_, { key, ids }) =>
-      ids.map((id: string) => ({ method: 'POST', path: '/detokenize', headers: { 'svc-api-key': key }, json: { number: `{{ ${id} | json: '$.number' }}` } })),
+    requests: detokenizeRequests,
+  },
+  {
+    // Load the reactor, audit the call, run code that returns a constant in a warm isolate, two reactor.* events.
+    // 50 connections like `auth`, so both share one fastify.bare measurement.
+    name: 'react.trivial',
+    baseline: 'fastify.bare',
+    target: 0.35,
+    connections: 50,
+    prepare: reactors,
+    requests: (_, { key, trivial }) => reactRequest(key, trivial, {}),
+  },
+  {
+    // react.trivial plus one token detokenized (token:use) into args.card; the code returns its last 4 digits.
+    name: 'react.one_token',
+    baseline: 'detokenize',
+    target: 0.6,
+    connections: 64,
+    prepare: reactors,
+    requests: (_, { key, ids, oneToken }) => ids.map((id: string) => reactRequest(key, oneToken, { card: `{{ ${id} }}` })),
   },
 ];
+
+function detokenizeRequests(_: Context, { key, ids }: Record<string, any>): Req[] {
+  return ids.map((id: string) => ({ method: 'POST', path: '/detokenize', headers: { 'svc-api-key': key }, json: { number: `{{ ${id} | json: '$.number' }}` } }));
+}
+
+/**
+ * Not a throughput scenario: the warm sandbox's cost per call, as the p50 of react.trivial
+ * minus the p50 of `auth`'s request (GET /applications/key with the management key: the
+ * private key lacks application:read; both keys' principals are cached alike) at one
+ * connection, the two sent alternately (bench/overhead.ts). Runs with every scenario, or
+ * when named.
+ */
+const OVERHEAD = { name: 'sandbox.overhead_p50', target_ms: 1 };
+
+/** The results.json row of OVERHEAD (docs/benchmarks.md); latencies in ms, of react.trivial and, as baseline_*, of `auth`. */
+type OverheadRow = {
+  scenario: string;
+  overhead_ms: number;
+  target_ms: number;
+  connections: 1;
+  p50_ms: number;
+  p99_ms: number;
+  baseline: 'auth';
+  baseline_p50_ms: number;
+  baseline_p99_ms: number;
+  samples: number;
+};
+
+async function measureOverhead(ctx: Context, url: string, duration: number): Promise<OverheadRow> {
+  const { key, trivial } = await reactors(ctx);
+  const react = reactRequest(key, trivial, {});
+  const auth: Req = { path: '/applications/key', headers: { 'svc-api-key': ctx.key } };
+  await probe(OVERHEAD.name, url, [react, auth]);
+  process.stdout.write(`${OVERHEAD.name}: react.trivial and GET /applications/key alternately on 1 connection, warm-up ${WARMUP_SECONDS} s, then ${duration} s\n`);
+  await pairedLatency(`${OVERHEAD.name} (warm-up)`, url, react, auth, WARMUP_SECONDS);
+  const { a, b } = await pairedLatency(OVERHEAD.name, url, react, auth, duration);
+  return {
+    scenario: OVERHEAD.name,
+    overhead_ms: Math.round((a.p50 - b.p50) * 1000) / 1000,
+    target_ms: OVERHEAD.target_ms,
+    connections: 1,
+    p50_ms: a.p50,
+    p99_ms: a.p99,
+    baseline: 'auth',
+    baseline_p50_ms: b.p50,
+    baseline_p99_ms: b.p99,
+    samples: a.samples,
+  };
+}
 
 const WARMUP_SECONDS = 2;
 const root = path.resolve(import.meta.dirname, '..');
@@ -138,9 +229,10 @@ async function main(): Promise<number> {
   const started = Date.now();
   const duration = durationSeconds();
   const only = process.argv.slice(2);
-  const unknown = only.filter((n) => !scenarios.some((s) => s.name === n));
-  if (unknown.length) throw new BenchError(`unknown scenario(s) ${unknown.join(', ')}; known: ${scenarios.map((s) => s.name).join(', ')}`);
+  const unknown = only.filter((n) => !scenarios.some((s) => s.name === n) && n !== OVERHEAD.name);
+  if (unknown.length) throw new BenchError(`unknown scenario(s) ${unknown.join(', ')}; known: ${[...scenarios.map((s) => s.name), OVERHEAD.name].join(', ')}`);
   const selected = only.length ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
+  const withOverhead = !only.length || only.includes(OVERHEAD.name);
   for (const s of selected) if (!baselines[s.baseline]) throw new BenchError(`scenario ${s.name}: no baseline named ${s.baseline}`);
 
   // LOG_LEVEL=warn in both children: no per-request log line in either figure.
@@ -164,7 +256,9 @@ async function main(): Promise<number> {
     process.stdout.write(`load average before start: ${os.loadavg()[0].toFixed(2)} (1 min) on ${os.availableParallelism()} cores\n`);
     process.stdout.write(`starting Coffer (fresh embedded PostgreSQL in ${dataDir}) and the baseline, LOG_LEVEL=${logLevel}\n`);
     // DATABASE_URL='' so a URL in the caller's environment cannot point the bench at a real database.
-    const coffer = startServer('coffer', path.join(root, 'src/cli.ts'), ['serve'], { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel }, await freePort());
+    // BENCH_COFFER_NODE_OPTIONS becomes Coffer's NODE_OPTIONS alone (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
+    const cofferNodeOptions: Record<string, string> = process.env.BENCH_COFFER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_COFFER_NODE_OPTIONS } : {};
+    const coffer = startServer('coffer', path.join(root, 'src/cli.ts'), ['serve'], { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, ...cofferNodeOptions }, await freePort());
     servers.push(coffer);
     const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { LOG_LEVEL: logLevel }, await freePort());
     servers.push(baseline);
@@ -236,7 +330,19 @@ async function main(): Promise<number> {
       });
     }
 
-    process.stdout.write(`\n${table(rows)}\n\n`);
+    // Last: one connection, with no other load of the bench's on Coffer.
+    const overhead = withOverhead ? await measureOverhead(ctx, coffer.url, duration) : undefined;
+    const overheadMisses = overhead && overhead.overhead_ms > overhead.target_ms ? [`${overhead.overhead_ms} ms > ${overhead.target_ms} ms`] : [];
+
+    if (rows.length) process.stdout.write(`\n${table(rows)}\n`);
+    if (overhead) {
+      process.stdout.write(
+        `\n${overhead.scenario}: ${overhead.overhead_ms.toFixed(3)} ms (target <= ${overhead.target_ms} ms) ${overheadMisses.length ? 'FAIL' : 'PASS'}` +
+          ` = react.trivial p50 ${overhead.p50_ms} ms - auth p50 ${overhead.baseline_p50_ms} ms, 1 connection, ${overhead.samples} pairs` +
+          ` (p99 ${overhead.p99_ms} and ${overhead.baseline_p99_ms} ms)\n`,
+      );
+    }
+    process.stdout.write('\n');
     const results = rows.map((r) => ({
       scenario: r.scenario,
       rps: Math.round(r.rps),
@@ -248,12 +354,13 @@ async function main(): Promise<number> {
       target_ratio: r.target_ratio,
       ...(r.p99_target_ms !== undefined ? { p99_target_ms: r.p99_target_ms } : {}),
     }));
-    fs.writeFileSync(resultsPath, `${JSON.stringify(results, null, 2)}\n`);
-    const failed = rows.filter((r) => r.misses.length > 0);
+    fs.writeFileSync(resultsPath, `${JSON.stringify(overhead ? [...results, overhead] : results, null, 2)}\n`);
+    const checked = [...rows, ...(overhead ? [{ scenario: overhead.scenario, misses: overheadMisses }] : [])];
+    const failed = checked.filter((r) => r.misses.length > 0);
     process.stdout.write(
       failed.length
-        ? `${failed.length} of ${rows.length} scenario(s) MISSED their target: ${failed.map((r) => `${r.scenario} (${r.misses.join('; ')})`).join(', ')}\n`
-        : `all ${rows.length} scenario(s) met their target\n`,
+        ? `${failed.length} of ${checked.length} scenario(s) MISSED their target: ${failed.map((r) => `${r.scenario} (${r.misses.join('; ')})`).join(', ')}\n`
+        : `all ${checked.length} scenario(s) met their target\n`,
     );
     process.stdout.write(`results written to ${path.relative(root, resultsPath)}\n`);
     process.stdout.write(`load average at the end: ${os.loadavg()[0].toFixed(2)} (1 min); ${((Date.now() - started) / 1000).toFixed(0)} s from start to here\n`);
