@@ -7,6 +7,7 @@ import { Authenticator, registerAuth } from './http/auth.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerMergePatch } from './http/merge-patch.ts';
 import { registerOpenApi } from './http/openapi.ts';
+import { Metrics, registerMetricsRoute } from './http/metrics.ts';
 import { createServer } from './http/server.ts';
 import { createApplicationKeyService } from './features/application-keys/service.ts';
 import { registerApplicationKeyRoutes } from './features/application-keys/routes.ts';
@@ -26,6 +27,8 @@ import { createDetokenizeService } from './features/detokenize/service.ts';
 import { registerDetokenizeRoutes } from './features/detokenize/routes.ts';
 import { createWebhookService, DELIVER_JOB } from './features/webhooks/service.ts';
 import { registerWebhookRoutes } from './features/webhooks/routes.ts';
+import { createProxyService } from './features/proxies/service.ts';
+import { registerProxyRoutes } from './features/proxies/routes.ts';
 import type { JobHandlers } from './db/jobs.ts';
 import { OutboundClient } from './outbound/client.ts';
 import { Sandbox } from './sandbox/index.ts';
@@ -61,8 +64,12 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     config.authCacheSeconds,
   );
   notifier.onInvalidate(() => authenticator.invalidate());
+  // Metrics exist only when an operator can read them (METRICS_TOKEN); the job kinds are those handled below.
+  const metrics = config.metricsToken ? new Metrics({ db, log, jobKinds: () => Object.keys(jobHandlers) }) : undefined;
   // The one sandbox for user code (reactors, proxy transforms): isolates are kept warm per tenant and code version.
-  const sandbox = new Sandbox();
+  // Its observer counts every run, whoever asked for it.
+  const sandbox = new Sandbox({ onRun: metrics?.observeRun });
+  metrics?.watchSandbox(sandbox);
   const reactors = createReactorService({
     db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log,
     limits: {
@@ -73,18 +80,32 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
       concurrency: config.reactorConcurrency,
     },
   });
+  // Proxy transforms share the one sandbox above.
+  const proxies = createProxyService({
+    db, vault, logs, notifier, outbound, sandbox, authenticator, applications, detokenize, tokens,
+    timeoutMs: config.proxyTimeoutMs,
+    maxBodyBytes: config.proxyMaxBodyBytes,
+    anonymousRate: config.proxyAnonymousRate,
+    anonymousBurst: config.proxyAnonymousBurst,
+    cacheSeconds: config.authCacheSeconds,
+  });
   // Background work by job kind; main.ts runs these when WORKERS=1. Add a kind here to handle it.
   const jobHandlers: JobHandlers = {
     [DELIVER_JOB]: (job) => webhooks.deliver(job),
     [RUN_JOB]: (job) => reactors.runJob(job),
   };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, tokens, detokenize, webhooks, reactors, authenticator, jobHandlers };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
   const { config, db, log, services } = deps;
   const app = createServer(log);
   // Hooks that see every route must be in place before the routes are added.
+  if (services.metrics) {
+    services.metrics.instrument(app);
+    // With METRICS_PORT the metrics have a listener of their own (main.ts), not a route here.
+    if (config.metricsPort === undefined) registerMetricsRoute(app, services.metrics, config.metricsToken!);
+  }
   await registerOpenApi(app, VERSION);
   registerAuth(app, services.authenticator);
   registerMergePatch(app);
@@ -103,6 +124,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerDetokenizeRoutes(app, services.detokenize);
   registerWebhookRoutes(app, services.webhooks);
   registerReactorRoutes(app, services.reactors);
+  registerProxyRoutes(app, services.proxies, { maxBodyBytes: config.proxyMaxBodyBytes });
   await app.ready();
   return app;
 }

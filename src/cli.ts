@@ -1,5 +1,7 @@
+import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
 import { createServices } from './app.ts';
+import { announceFirstKey, parseWorkerCount, runPrimary, runWorker, untilSignal } from './cluster.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate } from './db/migrate.ts';
 import { Notifier } from './db/notifications.ts';
@@ -13,7 +15,8 @@ import { pino } from 'pino';
 const USAGE = `Usage: coffer <command> [options]
 
 Commands:
-  serve                         start the API (what \`npm start\` runs)
+  serve [--workers N]           start the API (what \`npm start\` runs); with N > 1, N worker
+                                processes share the port (node:cluster), see docs/operations.md
   migrate                       apply database migrations and exit
   init [--tenant-name NAME] [--json]
                                 create a tenant with a management application and print its key
@@ -26,7 +29,7 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig();
   switch (command) {
     case 'serve':
-      return serve(config);
+      return serve(config, rest);
     case 'migrate':
       return runMigrate(config);
     case 'init':
@@ -45,28 +48,23 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function serve(config: Config): Promise<number> {
+async function serve(config: Config, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { workers: { type: 'string' } }, strict: true });
+  const workers = parseWorkerCount(values.workers);
   const log = createLogger(config.logLevel);
+  // A worker re-runs this command line (node:cluster forks the same script); the primary serves no API.
+  if (cluster.isWorker) return runWorker(config, log);
+  if (workers > 1) return runPrimary(config, log, workers);
   const running = await start(config, log);
-  if (running.firstKey) {
-    // The key goes to the terminal once, never into the log stream.
-    process.stderr.write(
-      `\nCoffer created tenant ${running.firstKey.tenant_id} on this first start.\n` +
-        `Its management API key (shown only now; send it as SVC-API-KEY):\n\n  ${running.firstKey.api_key}\n\n`,
-    );
-  }
+  const signal = untilSignal(); // before this, a signal stops a start that may be stuck (database unreachable)
+  if (running.firstKey) announceFirstKey(running.firstKey);
   log.info({ url: running.url, first_start: running.firstKey !== undefined }, 'coffer ready');
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log.info({ signal }, 'shutting down');
-      running.stop().then(resolve, (err) => {
-        log.error({ err: (err as Error).message }, 'shutdown failed');
-        resolve();
-      });
-    };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
-  });
+  log.info({ signal: await signal }, 'shutting down');
+  try {
+    await running.stop();
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'shutdown failed');
+  }
   return 0;
 }
 
@@ -141,4 +139,7 @@ main(process.argv.slice(2)).then(
     }
     process.exitCode = 1;
   },
-);
+).finally(() => {
+  // A cluster worker's IPC channel would keep it alive after its server stopped.
+  if (cluster.isWorker) process.exit();
+});

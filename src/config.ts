@@ -33,6 +33,10 @@ export type Config = {
   reactorAsyncTimeoutMs: number;
   reactorMemoryMb: number;
   reactorConcurrency: number;
+  /** Bearer token for GET /metrics; unset, there are no metrics at all. */
+  metricsToken: string | undefined;
+  /** Serve /metrics on this port instead of the API port (required with `serve --workers N` > 1). */
+  metricsPort: number | undefined;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -86,7 +90,12 @@ export function loadConfig(env: Env = process.env): Config {
     proxyMaxBodyBytes: read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600),
     proxyAnonymousRate: read.int('PROXY_ANONYMOUS_RATE', 20, 0, 100_000),
     proxyAnonymousBurst: read.int('PROXY_ANONYMOUS_BURST', 40, 1, 1_000_000),
+    metricsToken: read.secret('METRICS_TOKEN', 16),
+    metricsPort: read.optionalInt('METRICS_PORT', 0, 65535),
   };
+  if (config.metricsPort !== undefined && read.optional('METRICS_TOKEN') === undefined) {
+    problems.push('METRICS_PORT is set but METRICS_TOKEN is not: metrics are served only with a token');
+  }
 
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
@@ -107,6 +116,20 @@ class Reader {
 
   string(name: string, fallback: string): string {
     return this.optional(name) ?? fallback;
+  }
+
+  /** A secret compared against what callers send: long enough that guessing it is hopeless. */
+  secret(name: string, minLength: number): string | undefined {
+    const raw = this.optional(name);
+    if (raw !== undefined && (raw.length < minLength || !/^[\x21-\x7e]+$/.test(raw))) {
+      this.problems.push(`${name} must be at least ${minLength} visible ASCII characters without spaces (e.g. \`openssl rand -hex 32\`)`);
+      return undefined;
+    }
+    return raw;
+  }
+
+  optionalInt(name: string, min: number, max: number): number | undefined {
+    return this.optional(name) === undefined ? undefined : this.int(name, min, min, max);
   }
 
   int(name: string, fallback: number, min: number, max: number): number {

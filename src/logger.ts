@@ -17,11 +17,28 @@ const REDACT_PATHS = [
   'password',
 ];
 
-const SECRET_QUERY = /([?&]svc-proxy-key=)[^&#]*/gi;
+const SECRET_QUERY_NAME = 'svc-proxy-key';
 
-/** Request URLs can carry the proxy key as a query parameter; it never reaches a log line. */
+/**
+ * Request URLs can carry the proxy key as a query parameter; it never reaches a log line.
+ * Names are compared decoded and case-insensitively, as the proxy reads them, so
+ * `svc%2Dproxy%2Dkey=…` or `SVC-PROXY-KEY=…` is redacted too.
+ */
 export function redactUrl(url: string): string {
-  return url.replace(SECRET_QUERY, '$1[Redacted]');
+  const q = url.indexOf('?');
+  if (q === -1) return url;
+  const parts = url.slice(q + 1).split('&').map((part) => {
+    const eq = part.indexOf('=');
+    const name = eq === -1 ? part : part.slice(0, eq);
+    // `includes`: a name mangled on its way (`??svc-proxy-key`) still carries the key as its value.
+    return eq !== -1 && decodedName(name).includes(SECRET_QUERY_NAME) ? `${name}=[Redacted]` : part;
+  });
+  return `${url.slice(0, q + 1)}${parts.join('&')}`;
+}
+
+/** Byte by byte, so a malformed escape elsewhere in the name cannot hide the rest of it. */
+function decodedName(name: string): string {
+  return name.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))).toLowerCase();
 }
 
 export function loggerOptions(level: LogLevel): LoggerOptions {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp, createServices, type Services } from './app.ts';
 import type { Config } from './config.ts';
+import { listenMetrics, type MetricsListener } from './http/metrics.ts';
 import { Notifier } from './db/notifications.ts';
 import { JobRunner } from './db/jobs.ts';
 import { openDatabase, type OpenDatabase } from './db/open.ts';
@@ -12,25 +13,38 @@ export type Running = {
   services: Services;
   database: OpenDatabase;
   url: string;
+  /** Where /metrics is served when it has a listener of its own (METRICS_PORT). */
+  metricsUrl: string | undefined;
   /** The management key of the tenant created on this first start, if one was. */
   firstKey: { tenant_id: string; api_key: string } | undefined;
   stop(): Promise<void>;
 };
 
+export type StartOptions = {
+  /** A `serve --workers N` worker: its metrics go to the cluster primary, which serves them for all workers. */
+  clusterWorker?: boolean;
+};
+
 /** Process entry for `coffer serve`: config → database → app → listen; sweeper and job runner run in-process. */
-export async function start(config: Config, log: Logger): Promise<Running> {
+export async function start(config: Config, log: Logger, opts: StartOptions = {}): Promise<Running> {
   const database = await openDatabase(config, log, { takeOwnership: true, migrate: true });
   const notifier = new Notifier(database.url, database.db, log);
   let app: FastifyInstance | undefined;
   let stopSweeper = () => {};
   let services: Services | undefined;
   let jobs: JobRunner | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
     await notifier.start();
     services = createServices({ config, db: database.db, notifier, log });
     const first = await services.tenants.initializeIfEmpty('Default');
     app = await buildApp({ config, db: database.db, log, services });
     const url = await app.listen({ port: config.port, host: config.host });
+    const metrics = services.metrics;
+    if (metrics && opts.clusterWorker) metrics.answerPrimary();
+    else if (metrics && config.metricsPort !== undefined) {
+      metricsListener = await listenMetrics({ host: config.host, port: config.metricsPort, token: config.metricsToken!, log, render: () => metrics.render() });
+    }
     if (config.workers) {
       stopSweeper = startSweeper(services, database.db, log, config);
       jobs = new JobRunner(database.db, services.jobHandlers, {
@@ -49,13 +63,14 @@ export async function start(config: Config, log: Logger): Promise<Running> {
       services,
       database,
       url,
+      metricsUrl: metricsListener?.url,
       firstKey: first ? { tenant_id: first.tenant_id, api_key: first.api_key } : undefined,
       async stop() {
         if (stopped) return;
         stopped = true;
         stopSweeper();
         // Running jobs finish (bounded) while the database is still open; unfinished ones are retried after their lease.
-        await Promise.all([jobs?.stop(), app!.close()]);
+        await Promise.all([jobs?.stop(), app!.close(), metricsListener?.close()]);
         await services!.outbound.close();
         services!.sandbox.dispose();
         await notifier.close();
@@ -67,6 +82,7 @@ export async function start(config: Config, log: Logger): Promise<Running> {
     stopSweeper();
     await jobs?.stop();
     await app?.close().catch(() => {});
+    await metricsListener?.close();
     await services?.outbound.close().catch(() => {});
     services?.sandbox.dispose();
     await notifier.close();

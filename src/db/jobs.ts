@@ -174,6 +174,34 @@ export async function sweepJobs(db: Database, retention: { doneDays: number; dea
   return deleted;
 }
 
+export type QueueStats = {
+  kind: string;
+  status: 'pending' | 'running' | 'dead';
+  /** Jobs of this kind in this status. */
+  jobs: number;
+  /** Of those, the ones a worker could claim now: pending and due, or running with a lapsed lease. */
+  due: number;
+  /** How long the oldest of the due ones has waited (since run_at, or since its lease lapsed); 0 when none. */
+  oldestDueSeconds: number;
+};
+
+/**
+ * The queue at a glance, for metrics scrapes: one statement over unfinished and dead jobs
+ * (done jobs are history, not queue, and would make the scan grow with retention).
+ */
+export async function queueStats(db: Database): Promise<QueueStats[]> {
+  const rows = await db.query<{ kind: string; status: QueueStats['status']; jobs: number; due: number; oldest_due_seconds: number }>(
+    `SELECT kind, status, count(*) AS jobs, count(due_since) AS due,
+       coalesce(extract(epoch FROM now() - min(due_since)), 0)::float8 AS oldest_due_seconds
+     FROM (SELECT kind, status, CASE
+             WHEN status = 'pending' AND run_at <= now() THEN run_at
+             WHEN status = 'running' AND locked_until <= now() THEN locked_until END AS due_since
+           FROM jobs WHERE status IN ('pending', 'running', 'dead')) j
+     GROUP BY kind, status`,
+  );
+  return rows.map((r) => ({ kind: r.kind, status: r.status, jobs: r.jobs, due: r.due, oldestDueSeconds: Math.max(0, r.oldest_due_seconds) }));
+}
+
 /** Capped exponential backoff with equal jitter: between half and all of min(cap, base·2^(attempt−1)). */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
   const ceiling = Math.min(maxMs, baseMs * 2 ** Math.min(attempt - 1, 40));

@@ -12,9 +12,11 @@ const TITLES: Record<number, string> = {
   408: 'Request Timeout',
   409: 'Conflict',
   413: 'Content Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   502: 'Bad Gateway',
   503: 'Service Unavailable',
@@ -84,14 +86,29 @@ export type Problem = {
   request_id: string;
 };
 
-/** Collects field errors so a service can report every problem at once. */
+/**
+ * How many fields one problem names at most: every problem at once, but a request with a huge
+ * invalid array (one error per item) must not buy a response many times its size.
+ */
+export const MAX_FIELD_ERRORS = 100;
+
+/** Collects field errors so a service can report every problem at once (up to MAX_FIELD_ERRORS fields). */
 export class FieldErrorList {
   readonly errors: FieldErrors = {};
+  private fields = 0;
   add(field: string, message: string): void {
-    (this.errors[field] ??= []).push(message);
+    const messages = this.errors[field];
+    if (messages) messages.push(message);
+    else if (this.fields < MAX_FIELD_ERRORS) {
+      this.fields++;
+      this.errors[field] = [message];
+    }
+  }
+  get full(): boolean {
+    return this.fields >= MAX_FIELD_ERRORS;
   }
   get empty(): boolean {
-    return Object.keys(this.errors).length === 0;
+    return this.fields === 0;
   }
   throwIfAny(): void {
     if (!this.empty) throw ApiError.validation(this.errors);
@@ -104,7 +121,10 @@ export type AjvError = { instancePath: string; keyword: string; message?: string
 function fromValidation(err: FastifyError): ApiError {
   const part = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
   const errors = new FieldErrorList();
-  for (const v of (err.validation ?? []) as AjvError[]) errors.add(fieldPath(part, v), validationMessage(v));
+  for (const v of (err.validation ?? []) as AjvError[]) {
+    if (errors.full) break;
+    errors.add(fieldPath(part, v), validationMessage(v));
+  }
   if (errors.empty) errors.add(part, err.message);
   return ApiError.validation(errors.errors);
 }

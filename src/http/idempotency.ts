@@ -65,6 +65,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
 
     const tx = await db.pool.connect();
     let keep = false;
+    let replay: { status: number; type: string | null; body: string } | undefined;
     try {
       await tx.query('BEGIN');
       const lock = await tx.query('SELECT pg_try_advisory_xact_lock($1::bigint) AS ok', [secrets.id.readBigInt64BE(0).toString()]);
@@ -79,18 +80,23 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
         if (!(row.request_hash as Buffer).equals(hash)) {
           throw ApiError.unprocessable('This SVC-IDEMPOTENCY-KEY was already used for a different request.');
         }
-        reply.header('svc-idempotent-replayed', 'true').code(row.response_status as number);
-        if (row.response_type) reply.type(row.response_type as string);
-        const body = openReply(secrets.enc, row.response_body as string);
-        return reply.send(body === '' ? undefined : body);
+        replay = { status: row.response_status as number, type: row.response_type as string | null, body: openReply(secrets.enc, row.response_body as string) };
+      } else {
+        request.idempotency = { tx, secrets, hash, done: false };
+        keep = true;
       }
-      request.idempotency = { tx, secrets, hash, done: false };
-      keep = true;
     } finally {
       if (!keep) {
         await tx.query('ROLLBACK').catch(() => {});
         tx.release();
       }
+    }
+    // Replayed only once the key's lock is released: a client retrying the moment it has
+    // this reply (on this process or another) must not meet the lock and get a 409.
+    if (replay) {
+      reply.header('svc-idempotent-replayed', 'true').code(replay.status);
+      if (replay.type) reply.type(replay.type);
+      return reply.send(replay.body === '' ? undefined : replay.body);
     }
   }
 

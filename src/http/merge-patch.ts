@@ -1,18 +1,20 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import secureJson from 'secure-json-parse';
 import { ApiError } from './errors.ts';
+import { parseJsonBody } from './json-body.ts';
 
 export const MERGE_PATCH = 'application/merge-patch+json';
 
 /** PATCH takes only RFC 7386 merge patches; any other content type is a 415. */
 export function registerMergePatch(app: FastifyInstance): void {
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, (_req, body, done) => {
+    // The same guards as application/json bodies: __proto__ and constructor.prototype refused, depth bounded.
+    let value: unknown;
     try {
-      // The same guard as application/json bodies: __proto__ and constructor.prototype are refused.
-      done(null, secureJson.parse(body as string, undefined, { protoAction: 'error', constructorAction: 'error' }));
-    } catch {
-      done(ApiError.field('body', 'The body is not valid JSON.'), undefined);
+      value = parseJsonBody(body as string);
+    } catch (err) {
+      return done(err as ApiError, undefined);
     }
+    done(null, value);
   });
   // Only PATCH routes carry the check.
   app.addHook('onRoute', (route) => {

@@ -29,7 +29,13 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
         out.security = [{ ApiKey: [] }];
         const perms = access.permissions.length ? `Permissions: \`${access.permissions.join('`, `')}\`.` : 'Any valid API key.';
         out.description = [out.description, perms].filter(Boolean).join('\n\n');
+        // The same access, machine-readable: the isolation and fuzz suites derive their keys from it.
+        out['x-permissions'] = access.permissions;
+        if (access.types) out['x-application-types'] = access.types;
+        if (access.sessions === false) out['x-sessions'] = false;
       }
+      // PATCH bodies are merge patches (see http/merge-patch.ts); say so rather than application/json.
+      if (out.body && [route.method].flat().includes('PATCH')) out.consumes = ['application/merge-patch+json'];
       return { schema: out as never, url };
     },
   });

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import Fastify, { type ConnectionError, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import secureJson from 'secure-json-parse';
 import type { Logger } from '../logger.ts';
 import { ApiError, errorHandler, sendProblem } from './errors.ts';
+import { parseJsonBody, refuseNul } from './json-body.ts';
 
 export type App = FastifyInstance;
 
@@ -34,6 +36,8 @@ export function createServer(log: Logger, opts: { bodyLimit?: number } = {}): Fa
     requestIdHeader: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 500 },
     return503OnClosing: true,
+    frameworkErrors: routingError,
+    clientErrorHandler: connectionError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const { coercing, exact } = validators();
@@ -54,19 +58,73 @@ export function createServer(log: Logger, opts: { bodyLimit?: number } = {}): Fa
     }
   });
 
+  // PostgreSQL text cannot hold U+0000: a query string or path parameter carrying one is refused with
+  // its field path, not left to fail in a query (500). JSON bodies get the same check in parseJsonBody.
+  app.addHook('onRoute', (route) => {
+    if (!route.schema?.querystring && !route.schema?.params) return;
+    route.preValidation = [...[route.preValidation ?? []].flat(), refuseNulInUrl];
+  });
+
   // An empty JSON body means "no body" (POST /sessions takes none); routes that need one say so in their schema.
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = (body as string).trim();
     if (text === '') return done(null, undefined);
+    let value: unknown;
     try {
-      done(null, secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }));
-    } catch {
-      done(ApiError.field('body', 'The body is not valid JSON.'), undefined);
+      value = parseJsonBody(text);
+    } catch (err) {
+      return done(err as ApiError, undefined);
     }
+    done(null, value);
   });
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, request, new ApiError(404, `No route ${request.method} ${request.url.split('?')[0]}.`)));
   return app as unknown as FastifyInstance;
+}
+
+function refuseNulInUrl(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+  try {
+    refuseNul(request.query, 'query');
+    refuseNul(request.params, 'params');
+  } catch (err) {
+    return done(err as Error);
+  }
+  done();
+}
+
+/** Errors raised before any route is found answer problem details like the rest (Fastify's own are plain JSON). */
+function routingError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id);
+  let error: ApiError;
+  if (err.code === 'FST_ERR_BAD_URL') error = ApiError.field('path', 'is not a valid URL path: a percent-encoding is malformed');
+  else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') error = new ApiError(414, 'A segment of the URL path is too long.');
+  else {
+    request.log.error({ err: { message: err.message, code: err.code } }, 'unhandled routing error');
+    error = new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.');
+  }
+  sendProblem(reply, request, error);
+}
+
+/**
+ * Requests Node's HTTP parser refuses (headers over the size limit, malformed HTTP) never
+ * reach Fastify: they get problem details too, written on the socket, which then closes.
+ */
+function connectionError(this: FastifyInstance, err: ConnectionError, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  let error: ApiError;
+  if (err.code === 'HPE_HEADER_OVERFLOW') error = new ApiError(431, 'The request headers are too large.');
+  else if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') error = new ApiError(408, 'The request did not arrive in time.');
+  else error = ApiError.field(/HEADER|CONTENT_LENGTH|TRANSFER_ENCODING/.test(err.code) ? 'headers' : 'request', 'is not valid HTTP/1.1');
+  const id = randomUUID();
+  this.log.debug({ err: { message: err.message, code: err.code }, request_id: id }, 'request refused by the HTTP parser');
+  const body = JSON.stringify(error.toProblem(id));
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\nConnection: close\r\nContent-Type: application/problem+json\r\n` +
+        `X-Request-Id: ${id}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }

@@ -2,6 +2,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from 'typebox';
 import { ApiError, FieldErrorList, fieldPath, validationMessage, type AjvError } from './errors.ts';
+import { refuseNul } from './json-body.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ allErrors: true, useDefaults: true, removeAdditional: false, strict: false, coerceTypes: false }));
@@ -9,12 +10,16 @@ const ajv = addFormats(new Ajv({ allErrors: true, useDefaults: true, removeAddit
 /**
  * Validates a value against a route-style schema where the route itself cannot (parts of
  * a document such as each token request inside a POST /tokenize body). Errors carry the
- * full field path, e.g. `body.card.data.number`.
+ * full field path, e.g. `body.card.data.number`. Strings holding U+0000 are refused too.
  */
 export function compileValidator<T>(schema: TSchema): (value: unknown, at: string) => T {
   const check = ajv.compile(schema);
   return (value, at) => {
-    if (check(value)) return value as T;
+    if (check(value)) {
+      // What reaches here may come from user code (reactor results, SDK calls), not a parsed body.
+      refuseNul(value, at);
+      return value as T;
+    }
     const errors = new FieldErrorList();
     for (const e of (check.errors ?? []) as AjvError[]) errors.add(fieldPath(at, e), validationMessage(e));
     throw ApiError.validation(errors.errors);

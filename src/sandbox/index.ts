@@ -13,9 +13,9 @@ import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
 import { byteLength } from './host-calls.ts';
 import { createWarmIsolate, disposeWarmIsolate, IsolatePool, type WarmIsolate } from './pool.ts';
 import { USER_FILENAME, WRAPPER_HEAD, wrapUserCode } from './runtime.ts';
-import type { RunRequest, RunResult, SandboxFailure, SandboxLimits } from './types.ts';
+import type { RunObserver, RunRequest, RunResult, SandboxFailure, SandboxLimits } from './types.ts';
 
-export type { FetchBridge, FetchRequest, FetchResponse, RunRequest, RunResult, SandboxFailure, SandboxLimits, SdkHost } from './types.ts';
+export type { FetchBridge, FetchRequest, FetchResponse, RunObserver, RunRequest, RunResult, SandboxFailure, SandboxLimits, SdkHost } from './types.ts';
 
 export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({
   memoryMb: 128,
@@ -60,11 +60,13 @@ export class Sandbox {
   readonly #limits: SandboxLimits;
   readonly #pool: IsolatePool;
   readonly #busy = new Set<WarmIsolate>();
+  readonly #observer: RunObserver | undefined;
   #checker: ivm.Isolate | undefined;
   #disposed = false;
 
-  constructor(opts: { maxWarmIsolates?: number; limits?: Partial<SandboxLimits> } = {}) {
+  constructor(opts: { maxWarmIsolates?: number; limits?: Partial<SandboxLimits>; onRun?: RunObserver } = {}) {
     this.#limits = mergeLimits(DEFAULT_LIMITS, opts.limits);
+    this.#observer = opts.onRun;
     const max = opts.maxWarmIsolates;
     this.#pool = new IsolatePool(typeof max === 'number' && Number.isFinite(max) && max >= 0 ? Math.floor(max) : DEFAULT_MAX_WARM_ISOLATES);
   }
@@ -106,6 +108,18 @@ export class Sandbox {
 
   /** Runs the code once. Never throws: whatever the code does comes back as `ok: false`. */
   async run(r: RunRequest): Promise<RunResult> {
+    const result = await this.#timedRun(r);
+    if (this.#observer) {
+      try {
+        this.#observer(r, result);
+      } catch {
+        // Counting a run must never change its outcome.
+      }
+    }
+    return result;
+  }
+
+  async #timedRun(r: RunRequest): Promise<RunResult> {
     const started = performance.now();
     const elapsed = () => Math.round((performance.now() - started) * 1000) / 1000;
     try {

@@ -30,7 +30,12 @@ export type RunRequest = {
   sdk?: SdkHost;
   fetch?: FetchBridge;
   limits?: Partial<SandboxLimits>;
+  /** What the code is for (`reactor`, `proxy_transform`, …): a label of the run metrics. */
+  purpose?: string;
 };
+
+/** Told of every run once it settled (metrics); it must not throw, and cannot change the result. */
+export type RunObserver = (request: RunRequest, result: RunResult) => void;
 
 export type SandboxFailure = {
   status: number;

@@ -32,11 +32,11 @@ export function killServed(): void {
   children.clear();
 }
 
-export type Served = { child: ChildProcess; url: string; firstKey: string | undefined; stdout(): string; stop(): Promise<number | null> };
+export type Served = { child: ChildProcess; url: string; firstKey: string | undefined; stdout(): string; stderr(): string; stop(): Promise<number | null> };
 
-/** Starts `coffer serve` on a free port and waits until it listens (and, on a first start, printed its key). */
-export function serve(env: Record<string, string>): Promise<Served> {
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve'], { cwd: root, env: childEnv({ PORT: '0', ...env }) });
+/** Starts `coffer serve [args]` on a free port and waits until it listens (and, on a first start, printed its key). */
+export function serve(env: Record<string, string>, args: string[] = []): Promise<Served> {
+  const child = spawn(process.execPath, ['src/cli.ts', 'serve', ...args], { cwd: root, env: childEnv({ PORT: '0', ...env }) });
   children.add(child);
   let stdout = '';
   let stderr = '';
@@ -70,6 +70,7 @@ export function serve(env: Record<string, string>): Promise<Served> {
         url: m[1],
         firstKey: key,
         stdout: () => stdout,
+        stderr: () => stderr,
         async stop() {
           child.kill('SIGTERM');
           return exited;

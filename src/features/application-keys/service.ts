@@ -53,7 +53,7 @@ export function createApplicationKeyService(deps: {
           // The application was deleted between the check above and the insert.
           throw isForeignKeyViolation(err) ? ApiError.notFound('application') : err;
         });
-      notifier.invalidateLocal('auth');
+      await notifier.invalidateLocal('auth');
       return issued;
     },
 
@@ -77,7 +77,7 @@ export function createApplicationKeyService(deps: {
         await logs.record(principal, { entityType: 'application_key', entityId: keyId, operation: 'delete', message: `Key deleted from application ${applicationId}` }, tx);
         await notifier.invalidate('auth', tx);
       });
-      notifier.invalidateLocal('auth');
+      await notifier.invalidateLocal('auth');
     },
 
     /** The principal an application key authenticates as, or undefined for an unknown key. */

@@ -145,7 +145,7 @@ export function createApplicationService(deps: {
         await notifier.invalidate('auth', tx);
         return (await withKeys(principal.tenantId, [app], tx))[0];
       });
-      notifier.invalidateLocal('auth');
+      await notifier.invalidateLocal('auth');
       return updated;
     },
 
@@ -155,7 +155,7 @@ export function createApplicationService(deps: {
         await logs.record(principal, { entityType: 'application', entityId: id, operation: 'delete', message: 'Application deleted' }, tx);
         await notifier.invalidate('auth', tx);
       });
-      notifier.invalidateLocal('auth');
+      await notifier.invalidateLocal('auth');
     },
 
     /**

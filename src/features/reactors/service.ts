@@ -126,6 +126,7 @@ export function createReactorService(deps: {
         }
       },
       limits: { timeoutMs, memoryMb: limits.memoryMb },
+      purpose: 'reactor',
     }));
     return result.ok ? finish(reactor, app ?? caller, result.value) : failed(result.error);
   }

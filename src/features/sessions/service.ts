@@ -71,7 +71,7 @@ export function createSessionService(deps: { db: Database; logs: LogService; not
         await logs.record(principal, { entityType: 'session', entityId: session.id, operation: 'authorize', message: 'Session authorized' }, tx);
         await notifier.invalidate('auth', tx);
       });
-      notifier.invalidateLocal('auth');
+      await notifier.invalidateLocal('auth');
     },
 
     /** The principal a session key authenticates as: no permissions until authorized. */

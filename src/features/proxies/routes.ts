@@ -1,0 +1,159 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { principalOf } from '../../http/auth.ts';
+import { ApiError } from '../../http/errors.ts';
+import { OffsetPage } from '../../http/pagination.ts';
+import { IdParams, iso, problems } from '../../http/schemas.ts';
+import { ListProxiesQuery, ProxyBody, ProxyPatch, ProxySchema } from './schema.ts';
+import { RateLimited, type ProxyService, type ProxyView } from './service.ts';
+
+const tags = ['proxies'];
+const INVOKE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+export const DESTINATION_STATUS = 'svc-proxy-destination-status';
+
+export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService, opts: { maxBodyBytes: number }): void {
+  const r = app.withTypeProvider<TypeBoxTypeProvider>();
+
+  r.post('/proxies', {
+    config: { access: { permissions: ['proxy:create'] } },
+    schema: { tags, summary: 'Create a proxy; its invocation key is generated', body: ProxyBody, response: { 201: ProxySchema, ...problems() } },
+  }, async (request, reply) => reply.code(201).send(toProxyResponse(await proxies.create(principalOf(request), request.body))));
+
+  r.get('/proxies', {
+    config: { access: { permissions: ['proxy:read'] } },
+    schema: { tags, summary: 'List proxies', querystring: ListProxiesQuery, response: { 200: OffsetPage(ProxySchema), ...problems() } },
+  }, async (request) => {
+    const page = await proxies.list(principalOf(request), request.query);
+    return { pagination: page.pagination, data: page.data.map(toProxyResponse) };
+  });
+
+  r.get('/proxies/:id', {
+    config: { access: { permissions: ['proxy:read'] } },
+    schema: { tags, summary: 'Get a proxy', params: IdParams, response: { 200: ProxySchema, ...problems(404) } },
+  }, async (request) => toProxyResponse(await proxies.get(principalOf(request), request.params.id)));
+
+  r.put('/proxies/:id', {
+    config: { access: { permissions: ['proxy:update'] } },
+    schema: { tags, summary: 'Replace a proxy (its key is kept)', params: IdParams, body: ProxyBody, response: { 200: ProxySchema, ...problems(404) } },
+  }, async (request) => toProxyResponse(await proxies.update(principalOf(request), request.params.id, request.body)));
+
+  r.patch('/proxies/:id', {
+    config: { access: { permissions: ['proxy:update'] } },
+    schema: {
+      tags,
+      summary: 'Change some fields of a proxy (application/merge-patch+json)',
+      params: IdParams,
+      body: ProxyPatch,
+      response: { 204: Type.Null(), ...problems(404, 415) },
+    },
+  }, async (request, reply) => {
+    await proxies.patch(principalOf(request), request.params.id, request.body as Record<string, unknown>);
+    return reply.code(204).send(null);
+  });
+
+  r.delete('/proxies/:id', {
+    config: { access: { permissions: ['proxy:delete'] } },
+    schema: { tags, summary: 'Delete a proxy; its key stops working at once', params: IdParams, response: { 204: Type.Null(), ...problems(404) } },
+  }, async (request, reply) => {
+    await proxies.remove(principalOf(request), request.params.id);
+    return reply.code(204).send(null);
+  });
+
+  // Invocation takes any body as raw bytes, so it lives in a context of its own: the other
+  // routes keep their JSON and merge-patch parsers, and every error here is a proxy_error.
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: opts.maxBodyBytes }, (_request, body, done) => done(null, body));
+    scope.addHook('onRoute', withoutSharedRequestHooks);
+    scope.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(proxies, err, request, reply));
+
+    const invoke: Omit<RouteOptions, 'url'> = {
+      method: INVOKE_METHODS,
+      bodyLimit: opts.maxBodyBytes,
+      exposeHeadRoute: false,
+      // Authentication (API key and/or proxy key) is the service's: it depends on the proxy.
+      // Never replayed: every invocation goes to the destination.
+      config: { access: 'public', idempotent: false },
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const result = await proxies.invoke({
+          method: request.method,
+          url: request.url,
+          headers: request.headers,
+          body: Buffer.isBuffer(request.body) ? request.body : undefined,
+          ip: request.ip,
+        });
+        reply.code(result.status);
+        for (const [name, value] of Object.entries(result.headers)) reply.header(name, value);
+        reply.header(DESTINATION_STATUS, String(result.status));
+        return reply.send(result.body);
+      },
+    };
+    scope.route({
+      ...invoke,
+      url: '/proxy',
+      schema: {
+        tags,
+        summary: 'Invoke a proxy: the request goes to its destination_url (also every path below /proxy)',
+        description:
+          'The proxy key comes from the `SVC-PROXY-KEY` header or the `svc-proxy-key` query parameter. ' +
+          '`/proxy/<path>?<query>` goes to `destination_url` + `/<path>?<query>`. The answer is the destination\'s, ' +
+          'with `SVC-PROXY-DESTINATION-STATUS`; errors inside Coffer answer `{"proxy_error": <problem details>}` without it. ' +
+          'See docs/proxies.md.',
+      },
+    });
+    scope.route({ ...invoke, url: '/proxy/*', schema: { hide: true } });
+  });
+}
+
+/**
+ * Shared onRoute hooks may add route-level onRequest hooks meant for resources: today only
+ * the merge-patch check on every PATCH route, which a proxied PATCH (any body) must not get.
+ * Anything else arriving here fails the start, so a new shared hook is never silently dropped.
+ */
+function withoutSharedRequestHooks(route: RouteOptions): void {
+  const added = [route.onRequest ?? []].flat();
+  const unknown = added.filter((hook) => hook.name !== 'requireMergePatch');
+  if (unknown.length > 0) {
+    throw new Error(`a shared onRoute hook added ${unknown.map((h) => h.name || 'an anonymous hook').join(', ')} to ${route.url}; decide whether proxy invocations need it`);
+  }
+  route.onRequest = [];
+}
+
+/**
+ * Every failure of an invocation: `{ "proxy_error": <problem details> }`, never the
+ * destination-status header. A streamed body that fails before its first byte lands here
+ * too, after the destination's headers were set on the reply: they go.
+ */
+function sendProxyError(proxies: ProxyService, err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  let error = proxies.errorOf(err);
+  if (!error) {
+    request.log.error({ err: { message: err.message, stack: err.stack, code: err.code } }, 'unhandled error in a proxy invocation');
+    error = new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.');
+  }
+  for (const name of Object.keys(reply.getHeaders())) if (name !== 'x-request-id') reply.removeHeader(name);
+  if (err instanceof RateLimited) reply.header('retry-after', String(err.retryAfterSeconds));
+  return reply
+    .code(error.status)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify({ proxy_error: error.toProblem(request.id) }));
+}
+
+function toProxyResponse(p: ProxyView) {
+  return {
+    id: p.id,
+    tenant_id: p.tenant_id,
+    name: p.name,
+    key: p.key,
+    destination_url: p.destination_url,
+    require_auth: p.require_auth,
+    request_transform: p.request_transform ?? undefined,
+    response_transform: p.response_transform ?? undefined,
+    application_id: p.application_id ?? undefined,
+    configuration: p.configuration ?? undefined,
+    created_by: p.created_by ?? undefined,
+    created_at: p.created_at.toISOString(),
+    modified_by: p.modified_by ?? undefined,
+    modified_at: iso(p.modified_at),
+  };
+}

@@ -1,0 +1,878 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import secureJson from 'secure-json-parse';
+import type { Database } from '../../db/database.ts';
+import { uuidv4 } from '../../db/ids.ts';
+import type { Notifier } from '../../db/notifications.ts';
+import { hasPermission, type Principal } from '../../access/principal.ts';
+import { isTemplate } from '../../expressions/index.ts';
+import type { Authenticator } from '../../http/auth.ts';
+import { ApiError, FieldErrorList, toApiError } from '../../http/errors.ts';
+import { applyMergePatch } from '../../http/merge-patch.ts';
+import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
+import { compileValidator } from '../../http/validate.ts';
+import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
+import type { Sandbox, SandboxFailure, SdkHost } from '../../sandbox/index.ts';
+import type { Vault } from '../../vault/tenant-keys.ts';
+import type { ApplicationService } from '../applications/service.ts';
+import type { DetokenizeService } from '../detokenize/service.ts';
+import type { LogService } from '../logs/service.ts';
+import { CreateTokenBody, TokenId, UpdateTokenBody } from '../tokens/schema.ts';
+import { presentToken, type TokenInput, type TokenPatch, type TokenService } from '../tokens/service.ts';
+import { ProxyBody, type ProxyInput } from './schema.ts';
+import {
+  deleteProxy,
+  findProxy,
+  findProxyByKeyHash,
+  insertProxy,
+  listProxies,
+  updateProxy,
+  type ProxyRow,
+  type RequestTransform,
+  type ResponseTransform,
+} from './store.ts';
+
+export type ProxyService = ReturnType<typeof createProxyService>;
+/** A proxy as its owner sees it: the row with its key and configuration unsealed. */
+export type ProxyView = ProxyRow & { key: string; configuration: Record<string, string> | null };
+
+/** What the invoke route hands over: the caller's request as received. */
+export type Invocation = {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer | undefined;
+  ip: string;
+};
+
+/** The destination's answer: streamed as it arrives when no response transform runs, else buffered. */
+export type Forwarded = { status: number; headers: Record<string, string | string[]>; body: Readable | Buffer };
+
+/** An anonymous caller over its rate; the route adds Retry-After. */
+export class RateLimited extends ApiError {
+  readonly retryAfterSeconds: number;
+  constructor(seconds: number) {
+    super(429, 'Too many requests for this proxy from this address; slow down.');
+    this.retryAfterSeconds = seconds;
+  }
+}
+
+type Sealed = { key: string; configuration: Record<string, string> | null };
+
+/** A proxy as invocations use it, cached per process for a few seconds (any change notice clears it). */
+type Live = {
+  row: ProxyRow;
+  configuration: Record<string, string>;
+  until: number;
+  /** The configured application's principal, looked up once per cache entry. */
+  application?: Promise<Principal | undefined>;
+};
+
+const KEY_PREFIX = 'proxy_';
+const MAX_CACHE_ENTRIES = 10_000;
+const MASK_TIMEOUT_MS = 2000;
+/** Headers that belong to one connection (RFC 9110 §7.6.1), never carried across the proxy. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'host', 'content-length']);
+/** Coffer's own request headers: credentials and the reserved proxy headers, never forwarded. */
+const RESERVED = new Set(['svc-api-key', 'svc-proxy-key', 'svc-proxy-keep-alive', 'svc-proxy-connection']);
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const BAD_HEADER_VALUE = /[\0\r\n]/;
+
+const validProxyBody = compileValidator<ProxyInput>(ProxyBody);
+const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
+const validTokenPatch = compileValidator<TokenPatch>(UpdateTokenBody);
+const validTokenId = compileValidator<string>(TokenId);
+
+export function createProxyService(deps: {
+  db: Database;
+  vault: Vault;
+  logs: LogService;
+  notifier: Notifier;
+  outbound: OutboundClient;
+  sandbox: Sandbox;
+  authenticator: Authenticator;
+  applications: ApplicationService;
+  detokenize: DetokenizeService;
+  tokens: TokenService;
+  /** Destination deadline (and transform time limit), ms. */
+  timeoutMs: number;
+  /** Largest request body, and largest destination response a response transform buffers. */
+  maxBodyBytes: number;
+  /** Anonymous invocations per second per (proxy, client address); 0 turns the limit off. */
+  anonymousRate: number;
+  anonymousBurst: number;
+  cacheSeconds: number;
+}) {
+  const { db, vault, logs, notifier, outbound, sandbox, applications, detokenize, tokens } = deps;
+  const cache = new Map<string, Live>();
+  let generation = 0;
+  notifier.onInvalidate(() => {
+    generation++;
+    cache.clear();
+  });
+  const buckets = new TokenBuckets(deps.anonymousRate, deps.anonymousBurst);
+  // JSON of a transform's input or output: the body plus headers and the rest.
+  const sandboxIoBytes = Math.max(1_048_576, 2 * deps.maxBodyBytes + 65_536);
+
+  // ---- management -------------------------------------------------------------------
+
+  async function unseal(row: ProxyRow): Promise<Sealed> {
+    return (await vault.decrypt(row.tenant_id, secretAad(row.id), row.secret_ciphertext, row.secret_key_id)) as Sealed;
+  }
+
+  async function view(row: ProxyRow): Promise<ProxyView> {
+    const secret = await unseal(row);
+    return { ...row, key: secret.key, configuration: secret.configuration };
+  }
+
+  /** Rules beyond the schema; returns what the row stores. */
+  async function validate(principal: Principal, input: ProxyInput) {
+    const errors = new FieldErrorList();
+    try {
+      outbound.validateUrl(input.destination_url);
+    } catch (err) {
+      if (!(err instanceof OutboundError)) throw err;
+      // The client's messages name at most the host and are written to be shown to callers.
+      errors.add('body.destination_url', err.code === 'blocked_address' ? `must not point to an internal address: ${err.message}` : err.message);
+    }
+    const request_transform: RequestTransform | null = input.request_transform ? { code: input.request_transform.code } : null;
+    if (request_transform) checkCode(request_transform.code, 'body.request_transform.code', errors);
+    const response_transform = input.response_transform ? responseTransform(input.response_transform, errors) : null;
+    let application_id: string | null = null;
+    if (input.application) {
+      application_id = input.application.id;
+      const app = await applications.get(principal, application_id).catch((err) => {
+        if (err instanceof ApiError && err.status === 404) return undefined;
+        throw err;
+      });
+      if (!app) errors.add('body.application.id', 'is not an application of this tenant');
+      else if (app.type === 'management') errors.add('body.application.id', 'must be a public or private application');
+    }
+    errors.throwIfAny();
+    return {
+      name: input.name,
+      destination_url: input.destination_url,
+      require_auth: input.require_auth,
+      request_transform,
+      response_transform,
+      application_id,
+      configuration: input.configuration ?? null,
+    };
+  }
+
+  function checkCode(code: string, field: string, errors: FieldErrorList): void {
+    const failure = sandbox.check(code);
+    if (failure) errors.add(field, failure.detail);
+  }
+
+  /** Type defaults to code; each type takes exactly its own fields. */
+  function responseTransform(t: NonNullable<ProxyInput['response_transform']>, errors: FieldErrorList): ResponseTransform | null {
+    const at = 'body.response_transform';
+    const type = t.type ?? 'code';
+    const forbid = (field: 'code' | 'matcher' | 'replacement' | 'expression', why: string) => {
+      if (t[field] !== undefined) errors.add(`${at}.${field}`, why);
+    };
+    if (type === 'code') {
+      for (const f of ['matcher', 'replacement', 'expression'] as const) forbid(f, 'is only for transforms of type mask');
+      if (t.code === undefined) errors.add(`${at}.code`, 'is required when type is code');
+      else checkCode(t.code, `${at}.code`, errors);
+      return t.code === undefined ? null : { type: 'code', code: t.code };
+    }
+    forbid('code', 'is only for transforms of type code');
+    if (t.matcher === undefined) errors.add(`${at}.matcher`, 'is required when type is mask');
+    if (t.replacement === undefined) errors.add(`${at}.replacement`, 'is required when type is mask');
+    else if ([...t.replacement].length !== 1) errors.add(`${at}.replacement`, 'must be exactly one character');
+    if (t.matcher === 'regex') {
+      if (t.expression === undefined) errors.add(`${at}.expression`, 'is required when matcher is regex');
+      else {
+        const problem = regexProblem(t.expression);
+        if (problem) errors.add(`${at}.expression`, problem);
+      }
+    } else if (t.matcher === 'chase_stratus_pan') forbid('expression', 'is not used by the chase_stratus_pan matcher');
+    if (t.matcher === undefined || t.replacement === undefined) return null;
+    return t.matcher === 'regex'
+      ? { type: 'mask', matcher: 'regex', replacement: t.replacement, expression: t.expression ?? '' }
+      : { type: 'mask', matcher: 'chase_stratus_pan', replacement: t.replacement };
+  }
+
+  /** The stored proxy as a PUT body: what a merge patch applies to. */
+  function asInput(v: ProxyView): Record<string, unknown> {
+    return {
+      name: v.name,
+      destination_url: v.destination_url,
+      require_auth: v.require_auth,
+      ...(v.request_transform ? { request_transform: v.request_transform } : {}),
+      ...(v.response_transform ? { response_transform: v.response_transform } : {}),
+      ...(v.application_id ? { application: { id: v.application_id } } : {}),
+      ...(v.configuration ? { configuration: v.configuration } : {}),
+    };
+  }
+
+  async function replace(principal: Principal, current: ProxyView, input: ProxyInput, operation: 'update' | 'patch'): Promise<ProxyView> {
+    const { configuration, ...fields } = await validate(principal, input);
+    const sealed = await vault.encrypt(principal.tenantId, secretAad(current.id), { key: current.key, configuration } satisfies Sealed);
+    const row = await db.transaction(async (tx) => {
+      const updated = await updateProxy(
+        db,
+        principal.tenantId,
+        current.id,
+        { ...fields, secret_ciphertext: sealed.ciphertext, secret_key_id: sealed.dataKeyId, modified_by: principal.actorId },
+        tx,
+      );
+      if (!updated) throw ApiError.notFound('proxy');
+      await logs.record(principal, { entityType: 'proxy', entityId: current.id, operation, message: `Proxy "${updated.name}" updated` }, tx);
+      await notifier.invalidate('proxy', tx);
+      return updated;
+    });
+    // A request that raced the change may have re-cached the old proxy before the commit.
+    notifier.invalidateLocal('proxy');
+    return { ...row, key: current.key, configuration };
+  }
+
+  async function getView(principal: Principal, id: string): Promise<ProxyView> {
+    const row = await findProxy(db, principal.tenantId, id);
+    if (!row) throw ApiError.notFound('proxy');
+    return view(row);
+  }
+
+  // ---- invocation -------------------------------------------------------------------
+
+  /** The proxy a key invokes. Cached by the key itself (held in memory anyway): a hit costs no hashing. */
+  async function live(key: string): Promise<Live | undefined> {
+    const now = Date.now();
+    const hit = cache.get(key);
+    if (hit && hit.until > now) return hit;
+    const seen = generation;
+    const row = await findProxyByKeyHash(db, createHash('sha256').update(key).digest());
+    if (!row) return undefined;
+    const secret = await unseal(row);
+    const entry: Live = { row, configuration: secret.configuration ?? {}, until: now + deps.cacheSeconds * 1000 };
+    // An invalidation that raced the lookup means the row may be stale: use it, do not keep it.
+    if (deps.cacheSeconds > 0 && seen === generation) {
+      if (cache.size >= MAX_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+      cache.set(key, entry);
+    }
+    return entry;
+  }
+
+  /** The proxy's application as a principal, or undefined when it has none (or it is gone or expired). */
+  async function applicationOf(entry: Live): Promise<Principal | undefined> {
+    if (!entry.row.application_id) return undefined;
+    entry.application ??= applications.principalFor(entry.row.tenant_id, entry.row.application_id).catch((err) => {
+      entry.application = undefined;
+      throw err;
+    });
+    const principal = await entry.application;
+    if (principal?.expiresAt && principal.expiresAt.getTime() <= Date.now()) return undefined;
+    return principal;
+  }
+
+  /** Who detokenizes: the caller, or for anonymous proxies the proxy's application. */
+  async function authorize(entry: Live, inv: Invocation): Promise<Principal | undefined> {
+    if (entry.row.require_auth) {
+      const caller = await deps.authenticator.authenticate(header(inv.headers, 'svc-api-key'));
+      // Another tenant's proxy does not exist for this caller.
+      if (caller.tenantId !== entry.row.tenant_id) throw noSuchProxy();
+      if (!hasPermission(caller, 'token:use')) throw ApiError.forbidden('Invoking this proxy needs an API key with the token:use permission.');
+      return caller;
+    }
+    const wait = buckets.take(`${entry.row.id}\u0000${inv.ip}`);
+    if (wait > 0) throw new RateLimited(wait);
+    return applicationOf(entry);
+  }
+
+  /**
+   * Replaces detokenization expressions in JSON, text and form bodies with the
+   * /detokenize walk (token:use). Bodies without any '{{' are passed on byte for byte.
+   * Returns the bytes to forward and, for JSON, the parsed value (for the transform).
+   */
+  async function detokenizeBody(principal: Principal | undefined, contentType: string | undefined, body: Buffer | undefined) {
+    const kind = bodyKind(contentType);
+    if (!body || body.length === 0 || kind === 'binary' || !mayHoldExpressions(body, kind)) return { body, kind };
+    const detokenized = async (value: unknown): Promise<unknown> => {
+      if (!principal) {
+        throw ApiError.field('body', 'holds detokenization expressions, but this proxy has no application to detokenize them with (anonymous proxies use their application\'s permissions)');
+      }
+      return detokenize.detokenize(principal, value, 'token:use', 'body');
+    };
+    if (kind === 'json') {
+      const parsed = parseJson(body);
+      if (!principal && !holdsTemplate(parsed)) return { body, kind, json: parsed };
+      const out = await detokenized(parsed);
+      return out === parsed ? { body, kind, json: parsed } : { body: Buffer.from(JSON.stringify(out)), kind, json: out };
+    }
+    const text = utf8(body);
+    if (kind === 'form') {
+      const pairs = [...new URLSearchParams(text)];
+      if (!pairs.some(([, v]) => isTemplate(v))) return { body, kind };
+      const values = (await detokenized(pairs.map(([, v]) => v))) as unknown[];
+      const form = new URLSearchParams();
+      pairs.forEach(([name], i) => form.append(name, asText(values[i])));
+      return { body: Buffer.from(form.toString()), kind };
+    }
+    if (!isTemplate(text)) return { body, kind };
+    return { body: Buffer.from(asText(await detokenized(text))), kind };
+  }
+
+  /** Runs a code transform; failures become proxy errors carrying the sandbox's status. */
+  async function runCode(entry: Live, which: 'request' | 'response', code: string, args: Record<string, unknown>) {
+    const app = await applicationOf(entry);
+    const result = await sandbox.run({
+      tenantId: entry.row.tenant_id,
+      cacheKey: `${entry.row.tenant_id}:proxy:${entry.row.id}:${which}`,
+      code,
+      req: { args, configuration: entry.configuration },
+      sdk: app ? sdkFor(app) : undefined,
+      limits: { timeoutMs: deps.timeoutMs, maxIoBytes: sandboxIoBytes },
+      purpose: 'proxy_transform',
+    });
+    if (!result.ok) throw transformFailed(`The ${which} transform`, result.error);
+    const value = result.value;
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      throw new ApiError(422, `The ${which} transform must return an object with body and headers.`);
+    }
+    const out = value as { body?: unknown; headers?: unknown };
+    return { body: out.body, headers: out.headers === undefined ? undefined : transformHeaders(out.headers, which) };
+  }
+
+  /**
+   * `bt` in transforms: token calls made as the proxy's application, validated like API
+   * bodies. The same methods as a reactor's `bt` (docs/reactors.md), so code moves between them.
+   */
+  function sdkFor(principal: Principal): SdkHost {
+    return {
+      'tokens.create': async (input) => presentToken(await tokens.create(principal, validTokenRequest(input, 'token'))),
+      'tokens.retrieve': async (id) => presentToken(await tokens.get(principal, validTokenId(id, 'id'))),
+      'tokens.update': async (id, patch) => presentToken(await tokens.update(principal, validTokenId(id, 'id'), validTokenPatch(patch, 'patch'))),
+      'tokens.delete': async (id) => {
+        await tokens.remove(principal, validTokenId(id, 'id'));
+        return null;
+      },
+      'tokens.list': async (query) => {
+        const q = (query ?? {}) as { size?: unknown; start?: unknown };
+        const size = typeof q.size === 'number' && Number.isInteger(q.size) && q.size >= 1 && q.size <= 100 ? q.size : 20;
+        const page = await tokens.listV2(principal, { id: [], type: [], size, ...(typeof q.start === 'string' ? { start: q.start } : {}) });
+        return { pagination: page.pagination, data: page.data.map(presentToken) };
+      },
+      tokenize: async (body) => tokens.tokenize(principal, body, presentToken),
+      detokenize: async (body) => detokenize.detokenize(principal, body, 'token:read', 'body'),
+    };
+  }
+
+  async function forward(url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
+    try {
+      return await outbound.stream({ url, method, headers, body, timeoutMs: deps.timeoutMs });
+    } catch (err) {
+      if (err instanceof OutboundError) throw destinationError(err, deps.timeoutMs);
+      throw err;
+    }
+  }
+
+  async function respond(entry: Live, res: { status: number; headers: Record<string, string | string[]>; body: Readable }): Promise<Forwarded> {
+    const headers = withoutHopByHop(res.headers);
+    const transform = entry.row.response_transform;
+    if (!transform) {
+      // No body may follow these; drop whatever came so the connection goes back to the pool.
+      if (res.status === 204 || res.status === 304) {
+        res.body.resume();
+        return { status: res.status, headers, body: Buffer.alloc(0) };
+      }
+      return { status: res.status, headers, body: res.body };
+    }
+    let raw = await readAll(res.body, deps.maxBodyBytes, deps.timeoutMs);
+    raw = decodeContent(raw, headers);
+    delete headers['content-encoding'];
+    delete headers['content-length'];
+    if (transform.type === 'mask') {
+      const text = utf8(raw, 502);
+      const masked = transform.matcher === 'regex' ? await maskRegex(entry, text, transform.expression, transform.replacement) : maskChaseStratusPan(text, transform.replacement);
+      return { status: res.status, headers, body: Buffer.from(masked) };
+    }
+    const out = await runCode(entry, 'response', transform.code, { body: transformBody(bodyKind(header(headers, 'content-type')), raw), headers });
+    const finalHeaders = out.headers ?? headers;
+    const encoded = out.body === undefined ? raw : encodeBody(out.body, finalHeaders);
+    return { status: res.status, headers: finalHeaders, body: encoded ?? Buffer.alloc(0) };
+  }
+
+  /** Regex masks run in the sandbox: a tenant's expression must not stall the process (catastrophic backtracking). */
+  async function maskRegex(entry: Live, text: string, expression: string, replacement: string): Promise<string> {
+    const result = await sandbox.run({
+      tenantId: entry.row.tenant_id,
+      cacheKey: `${entry.row.tenant_id}:proxy-mask`,
+      code: REGEX_MASK_PROGRAM,
+      req: { args: { text, expression, replacement } },
+      limits: { timeoutMs: MASK_TIMEOUT_MS, maxIoBytes: sandboxIoBytes },
+      purpose: 'proxy_mask',
+    });
+    if (!result.ok) {
+      if (result.error.kind === 'timeout') throw new ApiError(422, `The mask expression did not finish within ${MASK_TIMEOUT_MS} ms on this response.`);
+      throw transformFailed('The mask', result.error);
+    }
+    return result.value as string;
+  }
+
+  return {
+    /**
+     * An error as an invocation reports it: outbound failures (also those of a streamed body
+     * that fails before its first byte) get their proxy status; undefined for a bug.
+     */
+    errorOf(err: unknown): ApiError | undefined {
+      if (err instanceof OutboundError) return destinationError(err, deps.timeoutMs);
+      return toApiError(err);
+    },
+
+    async create(principal: Principal, input: ProxyInput): Promise<ProxyView> {
+      const { configuration, ...fields } = await validate(principal, input);
+      const id = uuidv4();
+      const key = KEY_PREFIX + randomBytes(32).toString('base64url');
+      const sealed = await vault.encrypt(principal.tenantId, secretAad(id), { key, configuration } satisfies Sealed);
+      const row = await db.transaction(async (tx) => {
+        const inserted = await insertProxy(
+          db,
+          principal.tenantId,
+          {
+            id,
+            ...fields,
+            key_hash: createHash('sha256').update(key).digest(),
+            secret_ciphertext: sealed.ciphertext,
+            secret_key_id: sealed.dataKeyId,
+            created_by: principal.actorId,
+          },
+          tx,
+        );
+        await logs.record(principal, { entityType: 'proxy', entityId: id, operation: 'create', message: `Proxy "${inserted.name}" created` }, tx);
+        return inserted;
+      });
+      return { ...row, key, configuration };
+    },
+
+    async list(principal: Principal, q: Offset & { id: string[]; name?: string }) {
+      const namePattern = q.name === undefined ? undefined : q.name.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%');
+      const { rows, total } = await listProxies(db, principal.tenantId, { ids: q.id, namePattern, ...offsetOf(q) });
+      return offsetPage(await Promise.all(rows.map(view)), total, q);
+    },
+
+    get: getView,
+
+    async update(principal: Principal, id: string, input: ProxyInput): Promise<ProxyView> {
+      return replace(principal, await getView(principal, id), input, 'update');
+    },
+
+    /** RFC 7386 over the proxy as a PUT body, then the same checks as a PUT. */
+    async patch(principal: Principal, id: string, patch: Record<string, unknown>): Promise<void> {
+      const current = await getView(principal, id);
+      const merged = applyMergePatch(asInput(current), patch);
+      await replace(principal, current, validProxyBody(merged, 'body'), 'patch');
+    },
+
+    async remove(principal: Principal, id: string): Promise<void> {
+      await db.transaction(async (tx) => {
+        const gone = await deleteProxy(db, principal.tenantId, id, tx);
+        if (!gone) throw ApiError.notFound('proxy');
+        await logs.record(principal, { entityType: 'proxy', entityId: id, operation: 'delete', message: `Proxy "${gone.name}" deleted` }, tx);
+        await notifier.invalidate('proxy', tx);
+      });
+      notifier.invalidateLocal('proxy');
+    },
+
+    /**
+     * One invocation: authenticate, detokenize, transform, forward, transform back. Every
+     * failure on Coffer's side is thrown as an ApiError (the route wraps it in proxy_error);
+     * a destination that answered, whatever its status, is a result.
+     */
+    async invoke(inv: Invocation): Promise<Forwarded> {
+      const { path, query } = splitUrl(inv.url);
+      const key = header(inv.headers, 'svc-proxy-key') ?? query.key;
+      if (!key) throw ApiError.unauthorized('A proxy key is required: send it in the SVC-PROXY-KEY header or the svc-proxy-key query parameter.');
+      const entry = await live(key);
+      if (!entry) throw noSuchProxy();
+      const principal = await authorize(entry, inv);
+      const url = destinationUrl(entry.row.destination_url, path, query.rest);
+
+      let headers = forwardedHeaders(inv.headers);
+      const connection = header(inv.headers, 'svc-proxy-connection')?.trim().toLowerCase();
+      if (connection !== undefined) {
+        // undici sends only these two (and manages the socket accordingly); see docs/proxies.md.
+        if (connection !== 'close' && connection !== 'keep-alive') throw ApiError.field('headers.svc-proxy-connection', 'SVC-PROXY-CONNECTION must be close or keep-alive');
+        headers.connection = connection;
+      }
+      const bodyless = inv.method === 'GET';
+      const prepared = await detokenizeBody(principal, header(inv.headers, 'content-type'), bodyless ? undefined : inv.body);
+      let body = prepared.body;
+
+      const requestTransform = entry.row.request_transform;
+      if (requestTransform) {
+        const args = {
+          body: transformBody(prepared.kind, body, prepared.json),
+          headers,
+          method: inv.method,
+          path,
+          query: queryObject(query.rest),
+        };
+        const out = await runCode(entry, 'request', requestTransform.code, args);
+        if (out.headers) headers = out.headers;
+        if (out.body !== undefined) body = encodeBody(out.body, headers);
+      }
+      // A transformed response is read whole; ask for it unencoded (undici does not decompress).
+      if (entry.row.response_transform) delete headers['accept-encoding'];
+      const res = await forward(url, inv.method, headers, bodyless ? undefined : body);
+      return respond(entry, res);
+    },
+  };
+}
+
+// ---- helpers (pure) -----------------------------------------------------------------
+
+function secretAad(proxyId: string): string {
+  return `proxy:${proxyId}`;
+}
+
+function noSuchProxy(): ApiError {
+  return new ApiError(404, 'No proxy matches this proxy key.');
+}
+
+function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** `/proxy/v1/x?a=1&svc-proxy-key=…` → path `/v1/x`, the key, and the rest of the query (raw). */
+function splitUrl(url: string): { path: string; query: { key: string | undefined; rest: string } } {
+  const q = url.indexOf('?');
+  const pathPart = q === -1 ? url : url.slice(0, q);
+  const path = pathPart.slice('/proxy'.length);
+  let key: string | undefined;
+  const kept: string[] = [];
+  if (q !== -1) {
+    for (const part of url.slice(q + 1).split('&')) {
+      if (part === '') continue;
+      const eq = part.indexOf('=');
+      const name = decodeQueryPart(eq === -1 ? part : part.slice(0, eq));
+      if (name.toLowerCase() === 'svc-proxy-key') key ??= decodeQueryPart(eq === -1 ? '' : part.slice(eq + 1));
+      else kept.push(part);
+    }
+  }
+  return { path, query: { key, rest: kept.join('&') } };
+}
+
+function decodeQueryPart(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return s;
+  }
+}
+
+/**
+ * destination_url + the path suffix + the query. The suffix may not climb out of the
+ * destination's path (`..`, also percent-encoded or behind backslashes), and the origin never changes.
+ */
+function destinationUrl(destination: string, suffix: string, query: string): string {
+  // As a destination might read it: percent-decoded dots and slashes, backslashes as slashes.
+  const decoded = suffix.replace(/%2e/gi, '.').replace(/%2f/gi, '/').replace(/%5c/gi, '/').replace(/\\/g, '/');
+  if (decoded.split('/').some((segment) => segment === '.' || segment === '..')) {
+    throw ApiError.field('path', 'must not contain "." or ".." segments (also percent-encoded)');
+  }
+  const base = new URL(destination);
+  const basePath = base.pathname.replace(/\/$/, '');
+  const search = [base.search.slice(1), query].filter(Boolean).join('&');
+  const target = new URL(`${base.origin}${basePath}${suffix}${search ? `?${search}` : ''}`);
+  if (target.origin !== base.origin || !target.pathname.startsWith(basePath)) throw ApiError.field('path', 'does not stay below the destination URL');
+  return target.href;
+}
+
+function queryObject(raw: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of new URLSearchParams(raw)) {
+    const existing = out[k];
+    out[k] = existing === undefined ? v : Array.isArray(existing) ? [...existing, v] : [existing, v];
+  }
+  return out;
+}
+
+/** Names listed in a Connection header are hop-by-hop too. */
+function connectionTokens(headers: Record<string, string | string[] | undefined>): Set<string> | undefined {
+  const value = headers.connection;
+  if (value === undefined) return undefined;
+  return new Set([value].flat().join(',').split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
+}
+
+/** The caller's headers minus Coffer's own (credentials, reserved) and hop-by-hop ones. */
+function forwardedHeaders(input: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const listed = connectionTokens(input);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(input)) {
+    if (value === undefined || RESERVED.has(name) || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+function withoutHopByHop(input: Record<string, string | string[]>): Record<string, string | string[]> {
+  const listed = connectionTokens(input);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(input)) {
+    if (name !== 'content-length' && (HOP_BY_HOP.has(name) || listed?.has(name))) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** What a transform returned as headers: names lower-cased, values strings (or lists of strings). */
+function transformHeaders(value: unknown, which: string): Record<string, string | string[]> {
+  const bad = () => new ApiError(422, `The ${which} transform returned invalid headers: an object of header names to strings is expected.`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad();
+  const out: Record<string, string | string[]> = {};
+  for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
+    if (v === undefined || v === null) continue;
+    const values = (Array.isArray(v) ? v : [v]).map((x) => (typeof x === 'number' || typeof x === 'boolean' ? String(x) : x));
+    if (!HEADER_NAME.test(name) || !values.every((x) => typeof x === 'string' && !BAD_HEADER_VALUE.test(x))) throw bad();
+    out[name.toLowerCase()] = Array.isArray(v) ? (values as string[]) : (values[0] as string);
+  }
+  return out;
+}
+
+/** A transform's body: strings as they are, other JSON values serialized (content-type JSON if none was set). */
+function encodeBody(body: unknown, headers: Record<string, string | string[]>): Buffer | undefined {
+  if (body === null || body === undefined) return undefined;
+  if (typeof body === 'string') return Buffer.from(body);
+  headers['content-type'] ??= 'application/json';
+  return Buffer.from(JSON.stringify(body));
+}
+
+type BodyKind = 'json' | 'form' | 'text' | 'binary';
+
+/** Which bodies may hold expressions: JSON, form-encoded and text; anything else passes untouched. */
+export function bodyKind(contentType: string | undefined): BodyKind {
+  if (contentType === undefined) return 'text';
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  if (type === 'application/json' || type.endsWith('+json') || type === 'text/json') return 'json';
+  if (type === 'application/x-www-form-urlencoded') return 'form';
+  if (type.startsWith('text/') || type === 'application/xml' || type.endsWith('+xml')) return 'text';
+  return 'binary';
+}
+
+/** Cheap byte scan before any parsing: JSON may escape braces, forms percent-encode them. */
+function mayHoldExpressions(body: Buffer, kind: BodyKind): boolean {
+  if (body.includes('{{')) return true;
+  if (kind === 'json') return body.includes('\\u007b') || body.includes('\\u007B');
+  if (kind === 'form') return body.includes('%7B') || body.includes('%7b');
+  return false;
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return secureJson.parse(body.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch {
+    throw ApiError.field('body', 'is not valid JSON (its Content-Type says it is)');
+  }
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+function utf8(body: Buffer, status = 400): string {
+  try {
+    return decoder.decode(body);
+  } catch {
+    throw status === 400 ? ApiError.field('body', 'is not valid UTF-8 text') : new ApiError(status, 'The destination\'s response is not valid UTF-8 text, which the mask needs.');
+  }
+}
+
+/** Iterative (a deeply nested body must not overflow the stack): does any string hold '{{'? */
+function holdsTemplate(root: unknown): boolean {
+  const stack = [root];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node === 'string') {
+      if (isTemplate(node)) return true;
+    } else if (node !== null && typeof node === 'object') {
+      stack.push(...(Array.isArray(node) ? node : Object.values(node)));
+    }
+  }
+  return false;
+}
+
+/** A body as transform code sees it: parsed when it is JSON (and parses), else text; null when there is none. */
+function transformBody(kind: BodyKind, body: Buffer | undefined, parsed?: unknown): unknown {
+  if (parsed !== undefined) return parsed;
+  if (!body || body.length === 0) return null;
+  const text = body.toString('utf8');
+  if (kind !== 'json') return text;
+  try {
+    return secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+  } catch {
+    return text;
+  }
+}
+
+/** How an expression's value is written into text or a form field (objects as JSON, null as nothing). */
+function asText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === null || v === undefined) return '';
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+async function readAll(body: Readable, limit: number, timeoutMs: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        body.destroy();
+        throw new ApiError(502, `The destination's response is larger than ${limit} bytes, the most a response transform takes.`);
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof OutboundError) throw destinationError(err, timeoutMs);
+    throw err;
+  }
+  return Buffer.concat(chunks, size);
+}
+
+function decodeContent(raw: Buffer, headers: Record<string, string | string[]>): Buffer {
+  const encoding = header(headers, 'content-encoding')?.trim().toLowerCase();
+  try {
+    if (!encoding || encoding === 'identity') return raw;
+    if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipSync(raw);
+    if (encoding === 'deflate') return inflateSync(raw);
+    if (encoding === 'br') return brotliDecompressSync(raw);
+  } catch {
+    throw new ApiError(502, `The destination's ${encoding} response body could not be decoded.`);
+  }
+  throw new ApiError(502, `The destination's response uses the content encoding "${encoding.slice(0, 40)}", which a response transform cannot read.`);
+}
+
+function destinationError(err: OutboundError, timeoutMs: number): ApiError {
+  switch (err.code) {
+    case 'timeout':
+      return new ApiError(504, `The destination did not answer within ${timeoutMs} ms.`);
+    case 'blocked_address':
+      return new ApiError(403, `The destination may not be called: ${err.message}. Internal addresses are refused unless OUTBOUND_ALLOWLIST names them.`);
+    case 'invalid_request':
+    case 'invalid_url':
+      return ApiError.field('headers', `The request cannot be forwarded: ${err.message}`);
+    default:
+      return new ApiError(502, `The destination could not be reached: ${err.message}`);
+  }
+}
+
+function transformFailed(what: string, f: SandboxFailure): ApiError {
+  const status = f.status >= 400 && f.status <= 599 ? f.status : 500;
+  return new ApiError(status, `${what} failed: ${f.detail}`);
+}
+
+/** A problem with the regex, or undefined; compiling does not run it, so this is safe in-process. */
+export function regexProblem(expression: string): string | undefined {
+  let groups: number;
+  try {
+    // Matching the empty alternative says how many groups there are, without scanning any text.
+    groups = (new RegExp(`${expression}|`).exec('') ?? []).length - 1;
+  } catch (err) {
+    return `is not a valid regular expression: ${(err as Error).message}`;
+  }
+  return groups < 1 ? 'must have at least one capture group: the parts of each match to mask' : undefined;
+}
+
+/**
+ * The regex mask, run in the sandbox. For every match, every occurrence inside the match of
+ * every capture group's value is masked; occurrences may overlap one another and other
+ * groups' (all are masked). Each masked character, a surrogate pair counting as one, becomes
+ * the one replacement character.
+ */
+export const REGEX_MASK_PROGRAM = `module.exports = async function (req) {
+  const { text, expression, replacement } = req.args;
+  const re = new RegExp(expression, 'g');
+  const marked = new Uint8Array(text.length);
+  let m;
+  while ((m = re.exec(text)) !== null) {
+    const whole = m[0];
+    for (let g = 1; g < m.length; g++) {
+      const v = m[g];
+      if (!v) continue;
+      for (let i = whole.indexOf(v); i !== -1; i = whole.indexOf(v, i + 1)) marked.fill(1, m.index + i, m.index + i + v.length);
+    }
+    if (whole.length === 0) re.lastIndex++;
+  }
+  const out = [];
+  let from = 0;
+  for (let i = 0; i < text.length; ) {
+    const c = text.charCodeAt(i);
+    const width = c >= 0xd800 && c <= 0xdbff && i + 1 < text.length ? 2 : 1;
+    if (marked[i] || (width === 2 && marked[i + 1])) {
+      out.push(text.slice(from, i), replacement);
+      from = i + width;
+    }
+    i += width;
+  }
+  out.push(text.slice(from));
+  return out.join('');
+};
+`;
+
+/** Chase Stratus records: the account number field, 1-based positions 29 to 47 (19 bytes). See docs/proxies.md. */
+const STRATUS_PAN_START = 28;
+const STRATUS_PAN_END = 47;
+
+/**
+ * Masks the PAN field of each fixed-width Chase Stratus record (records end with CR, LF or
+ * CRLF). Every non-space character in positions 29–47 becomes `replacement`; records
+ * shorter than 29 characters carry no account number and are left as they are.
+ */
+export function maskChaseStratusPan(text: string, replacement: string): string {
+  return text.replace(/[^\r\n]+/g, (record) => {
+    if (record.length <= STRATUS_PAN_START) return record;
+    const field = record.slice(STRATUS_PAN_START, STRATUS_PAN_END).replace(/[^ ]/g, replacement);
+    return record.slice(0, STRATUS_PAN_START) + field + record.slice(STRATUS_PAN_END);
+  });
+}
+
+/**
+ * In-process token buckets for anonymous invocations, one per (proxy, client address):
+ * `rate` tokens a second up to `burst`. Full buckets are dropped when the map grows, so
+ * memory stays bounded; every process counts on its own (see docs/proxies.md).
+ */
+class TokenBuckets {
+  readonly #rate: number;
+  readonly #burst: number;
+  readonly #buckets = new Map<string, { tokens: number; at: number }>();
+
+  constructor(rate: number, burst: number) {
+    this.#rate = rate;
+    this.#burst = Math.max(1, burst);
+  }
+
+  /** 0 when a request may go now, else the whole seconds until one may. */
+  take(key: string, now = Date.now()): number {
+    if (this.#rate <= 0) return 0;
+    let b = this.#buckets.get(key);
+    if (!b) {
+      if (this.#buckets.size >= 100_000) this.#sweep(now);
+      b = { tokens: this.#burst, at: now };
+      this.#buckets.set(key, b);
+    }
+    b.tokens = Math.min(this.#burst, b.tokens + ((now - b.at) / 1000) * this.#rate);
+    b.at = now;
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return Math.max(1, Math.ceil((1 - b.tokens) / this.#rate));
+  }
+
+  #sweep(now: number): void {
+    for (const [key, b] of this.#buckets) {
+      if (b.tokens + ((now - b.at) / 1000) * this.#rate >= this.#burst) this.#buckets.delete(key);
+    }
+    // Still full of busy buckets: forget the oldest half rather than grow without bound.
+    if (this.#buckets.size >= 100_000) {
+      let n = this.#buckets.size / 2;
+      for (const key of this.#buckets.keys()) {
+        if (n-- <= 0) break;
+        this.#buckets.delete(key);
+      }
+    }
+  }
+}
