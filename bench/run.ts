@@ -11,13 +11,16 @@ import path from 'node:path';
 import pg from 'pg';
 import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, insertRow, opsLoad, preloadRows, selectRandomRow } from './db.ts';
 import { BenchError, freePort, load, probe, startServer, table, waitReady, type Req, type Result, type Row, type Server } from './lib.ts';
-import { pairedLatency } from './overhead.ts';
+import { pairedLatency, type Latencies } from './overhead.ts';
+import { Client } from 'undici';
 
 /** What prepare/requests get: the running Coffer, its management key, and a way to set data up through the API. */
 type Context = {
   key: string;
   /** A call to Coffer with the management key (or `key`); throws on non-2xx, returns the parsed JSON body. */
   call(method: string, path: string, json?: unknown, key?: string): Promise<any>;
+  /** The baseline child's URL: its POST /echo is the proxy scenarios' destination. */
+  destination: string;
 };
 
 type Target = {
@@ -61,6 +64,8 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
   },
   // The `detokenize` scenario's requests, as the baseline of react.one_token (arrow, since `vault` is defined below).
   detokenize: { prepare: (ctx) => vault(ctx), requests: (ctx, prepared) => detokenizeRequests(ctx, prepared) },
+  // The proxy scenarios' destination called directly: the same POST body, echoed.
+  'echo.direct': { server: 'baseline', requests: () => ECHO_DIRECT },
 };
 
 // The token scenarios: a private application allowed to create, read (reveal) and use every token.
@@ -103,6 +108,24 @@ const reactRequest = (key: string, reactor: string, args: unknown): Req => ({
   path: `/reactors/${reactor}/react`,
   headers: { 'svc-api-key': key },
   json: { args },
+});
+
+// The proxy scenarios: one proxy (require_auth, no transforms) to the baseline's POST /echo, invoked with the
+// token scenarios' private key (token:use). The body is a small payment request, as a processor would get it.
+const PAYMENT = { amount: 1000, currency: 'USD', reference: 'order-1234', card: { number: '4242424242424242', expiration: '12/30' } };
+const ECHO_DIRECT: Req = { method: 'POST', path: '/echo', json: PAYMENT };
+let proxySetup: Promise<Record<string, any>> | undefined;
+/** The vault's key and token ids plus the proxy's key, once per run. */
+const proxies = (ctx: Context): Promise<Record<string, any>> =>
+  (proxySetup ??= (async () => {
+    const proxy = await ctx.call('POST', '/proxies', { name: 'bench-echo', destination_url: `${ctx.destination}/echo` });
+    return { ...(await vault(ctx)), proxyKey: proxy.key };
+  })());
+const proxyRequest = (key: string, proxyKey: string, json: unknown): Req => ({
+  method: 'POST',
+  path: '/proxy',
+  headers: { 'svc-api-key': key, 'svc-proxy-key': proxyKey },
+  json,
 });
 
 const scenarios: Scenario[] = [
@@ -163,6 +186,26 @@ const scenarios: Scenario[] = [
     prepare: reactors,
     requests: (_, { key, ids, oneToken }) => ids.map((id: string) => reactRequest(key, oneToken, { card: `{{ ${id} }}` })),
   },
+  {
+    // Find the proxy by its key (cached), check the caller's key and token:use, scan the body for '{{' (none),
+    // forward it to the echo over a pooled keep-alive connection, stream the answer back.
+    name: 'proxy.passthrough',
+    baseline: 'echo.direct',
+    target: 0.5,
+    connections: 50,
+    prepare: proxies,
+    requests: (_, { key, proxyKey }) => proxyRequest(key, proxyKey, PAYMENT),
+  },
+  {
+    // proxy.passthrough plus one token detokenized (token:use, audited) into the JSON body, cycling over the tokens.
+    name: 'proxy.one_token',
+    baseline: 'echo.direct',
+    target: 0.35,
+    connections: 50,
+    prepare: proxies,
+    requests: (_, { key, proxyKey, ids }) =>
+      ids.map((id: string) => proxyRequest(key, proxyKey, { ...PAYMENT, card: { number: `{{ ${id} | json: '$.number' }}`, expiration: `{{ ${id} | card_exp: 'MM/YY' }}` } })),
+  },
 ];
 
 function detokenizeRequests(_: Context, { key, ids }: Record<string, any>): Req[] {
@@ -186,7 +229,7 @@ type OverheadRow = {
   connections: 1;
   p50_ms: number;
   p99_ms: number;
-  baseline: 'auth';
+  baseline: string;
   baseline_p50_ms: number;
   baseline_p99_ms: number;
   samples: number;
@@ -225,14 +268,72 @@ function durationSeconds(): number {
   return Number(raw);
 }
 
+/**
+ * Not a throughput scenario either: what a proxy adds to one call, as the p50 of
+ * proxy.passthrough's request minus the p50 of the same body sent straight to the echo, at
+ * one connection each, sent alternately. Runs with every scenario, or when named.
+ */
+const PROXY_ADDED = { name: 'proxy.added_p50', target_ms: 1.5 };
+
+async function measureProxyAdded(ctx: Context, url: string, duration: number): Promise<OverheadRow> {
+  const { key, proxyKey } = await proxies(ctx);
+  const proxied = { url, req: proxyRequest(key, proxyKey, PAYMENT) };
+  const direct = { url: ctx.destination, req: ECHO_DIRECT };
+  await probe(PROXY_ADDED.name, url, [proxied.req]);
+  process.stdout.write(`${PROXY_ADDED.name}: POST /proxy and the echo directly, alternately on 1 connection each, warm-up ${WARMUP_SECONDS} s, then ${duration} s\n`);
+  await pairedAcross(`${PROXY_ADDED.name} (warm-up)`, proxied, direct, WARMUP_SECONDS);
+  const { a, b } = await pairedAcross(PROXY_ADDED.name, proxied, direct, duration);
+  return {
+    scenario: PROXY_ADDED.name,
+    overhead_ms: Math.round((a.p50 - b.p50) * 1000) / 1000,
+    target_ms: PROXY_ADDED.target_ms,
+    connections: 1,
+    p50_ms: a.p50,
+    p99_ms: a.p99,
+    baseline: 'echo.direct',
+    baseline_p50_ms: b.p50,
+    baseline_p99_ms: b.p99,
+    samples: a.samples,
+  };
+}
+
+/** pairedLatency for two origins: `a` and `b` alternately, each on a keep-alive connection of its own, timed here. */
+async function pairedAcross(label: string, a: { url: string; req: Req }, b: { url: string; req: Req }, seconds: number): Promise<{ a: Latencies; b: Latencies }> {
+  const clients = [new Client(a.url, { pipelining: 1 }), new Client(b.url, { pipelining: 1 })];
+  const times: number[][] = [[], []];
+  const send = async (i: number) => {
+    const req = i === 0 ? a.req : b.req;
+    const headers: Record<string, string> = { ...req.headers, ...(req.json === undefined ? {} : { 'content-type': 'application/json' }) };
+    const t0 = process.hrtime.bigint();
+    const res = await clients[i].request({ method: (req.method ?? 'GET') as 'GET', path: req.path, headers, body: req.json === undefined ? undefined : JSON.stringify(req.json) });
+    const text = await res.body.text();
+    times[i].push(Number(process.hrtime.bigint() - t0) / 1e6);
+    if (res.statusCode < 200 || res.statusCode > 299) throw new BenchError(`${label}: ${req.path} answered ${res.statusCode}: ${text.slice(0, 500)}`);
+  };
+  try {
+    const deadline = process.hrtime.bigint() + BigInt(seconds) * 1_000_000_000n;
+    // The order swaps every pair, so neither always follows the other.
+    for (let i = 0; process.hrtime.bigint() < deadline; i++) for (const which of i % 2 === 0 ? [0, 1] : [1, 0]) await send(which);
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+  const stats = (xs: number[]): Latencies => {
+    xs.sort((x, y) => x - y);
+    const at = (q: number) => Math.round(xs[Math.min(xs.length - 1, Math.ceil((q / 100) * xs.length) - 1)] * 1000) / 1000;
+    return { p50: at(50), p99: at(99), samples: xs.length };
+  };
+  return { a: stats(times[0]), b: stats(times[1]) };
+}
+
 async function main(): Promise<number> {
   const started = Date.now();
   const duration = durationSeconds();
   const only = process.argv.slice(2);
-  const unknown = only.filter((n) => !scenarios.some((s) => s.name === n) && n !== OVERHEAD.name);
-  if (unknown.length) throw new BenchError(`unknown scenario(s) ${unknown.join(', ')}; known: ${[...scenarios.map((s) => s.name), OVERHEAD.name].join(', ')}`);
+  const unknown = only.filter((n) => !scenarios.some((s) => s.name === n) && n !== OVERHEAD.name && n !== PROXY_ADDED.name);
+  if (unknown.length) throw new BenchError(`unknown scenario(s) ${unknown.join(', ')}; known: ${[...scenarios.map((s) => s.name), OVERHEAD.name, PROXY_ADDED.name].join(', ')}`);
   const selected = only.length ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
   const withOverhead = !only.length || only.includes(OVERHEAD.name);
+  const withProxyAdded = !only.length || only.includes(PROXY_ADDED.name);
   for (const s of selected) if (!baselines[s.baseline]) throw new BenchError(`scenario ${s.name}: no baseline named ${s.baseline}`);
 
   // LOG_LEVEL=warn in both children: no per-request log line in either figure.
@@ -258,7 +359,7 @@ async function main(): Promise<number> {
     // DATABASE_URL='' so a URL in the caller's environment cannot point the bench at a real database.
     // BENCH_COFFER_NODE_OPTIONS becomes Coffer's NODE_OPTIONS alone (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
     const cofferNodeOptions: Record<string, string> = process.env.BENCH_COFFER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_COFFER_NODE_OPTIONS } : {};
-    const coffer = startServer('coffer', path.join(root, 'src/cli.ts'), ['serve'], { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, ...cofferNodeOptions }, await freePort());
+    const coffer = startServer('coffer', path.join(root, 'src/cli.ts'), ['serve'], { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...cofferNodeOptions }, await freePort());
     servers.push(coffer);
     const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { LOG_LEVEL: logLevel }, await freePort());
     servers.push(baseline);
@@ -269,6 +370,7 @@ async function main(): Promise<number> {
 
     const ctx: Context = {
       key,
+      destination: baseline.url,
       async call(method, p, json, as = key) {
         const res = await fetch(coffer.url + p, {
           method,
@@ -333,6 +435,8 @@ async function main(): Promise<number> {
     // Last: one connection, with no other load of the bench's on Coffer.
     const overhead = withOverhead ? await measureOverhead(ctx, coffer.url, duration) : undefined;
     const overheadMisses = overhead && overhead.overhead_ms > overhead.target_ms ? [`${overhead.overhead_ms} ms > ${overhead.target_ms} ms`] : [];
+    const added = withProxyAdded ? await measureProxyAdded(ctx, coffer.url, duration) : undefined;
+    const addedMisses = added && added.overhead_ms > added.target_ms ? [`${added.overhead_ms} ms > ${added.target_ms} ms`] : [];
 
     if (rows.length) process.stdout.write(`\n${table(rows)}\n`);
     if (overhead) {
@@ -340,6 +444,13 @@ async function main(): Promise<number> {
         `\n${overhead.scenario}: ${overhead.overhead_ms.toFixed(3)} ms (target <= ${overhead.target_ms} ms) ${overheadMisses.length ? 'FAIL' : 'PASS'}` +
           ` = react.trivial p50 ${overhead.p50_ms} ms - auth p50 ${overhead.baseline_p50_ms} ms, 1 connection, ${overhead.samples} pairs` +
           ` (p99 ${overhead.p99_ms} and ${overhead.baseline_p99_ms} ms)\n`,
+      );
+    }
+    if (added) {
+      process.stdout.write(
+        `${overhead ? '' : '\n'}${added.scenario}: ${added.overhead_ms.toFixed(3)} ms (target <= ${added.target_ms} ms) ${addedMisses.length ? 'FAIL' : 'PASS'}` +
+          ` = proxy.passthrough p50 ${added.p50_ms} ms - echo.direct p50 ${added.baseline_p50_ms} ms, 1 connection each, ${added.samples} pairs` +
+          ` (p99 ${added.p99_ms} and ${added.baseline_p99_ms} ms)\n`,
       );
     }
     process.stdout.write('\n');
@@ -354,8 +465,13 @@ async function main(): Promise<number> {
       target_ratio: r.target_ratio,
       ...(r.p99_target_ms !== undefined ? { p99_target_ms: r.p99_target_ms } : {}),
     }));
-    fs.writeFileSync(resultsPath, `${JSON.stringify(overhead ? [...results, overhead] : results, null, 2)}\n`);
-    const checked = [...rows, ...(overhead ? [{ scenario: overhead.scenario, misses: overheadMisses }] : [])];
+    const latencyRows = [overhead, added].filter((r) => r !== undefined);
+    fs.writeFileSync(resultsPath, `${JSON.stringify([...results, ...latencyRows], null, 2)}\n`);
+    const checked = [
+      ...rows,
+      ...(overhead ? [{ scenario: overhead.scenario, misses: overheadMisses }] : []),
+      ...(added ? [{ scenario: added.scenario, misses: addedMisses }] : []),
+    ];
     const failed = checked.filter((r) => r.misses.length > 0);
     process.stdout.write(
       failed.length

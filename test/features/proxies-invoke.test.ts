@@ -100,7 +100,8 @@ describe('proxy invocation', () => {
     dest = await startDestination();
     server = await startTestServer({
       OUTBOUND_ALLOWLIST: '127.0.0.1',
-      PROXY_TIMEOUT_MS: '1500',
+      // Also the transforms' time limit: roomy enough for a cold isolate on a busy machine.
+      PROXY_TIMEOUT_MS: '3000',
       PROXY_MAX_BODY_BYTES: '65536',
       PROXY_ANONYMOUS_RATE: '1',
       PROXY_ANONYMOUS_BURST: '6',
@@ -324,8 +325,8 @@ describe('proxy invocation', () => {
       dest.answer('/slow', () => ({ hang: true }));
       const slow = await proxy({}, '/slow');
       const started = Date.now();
-      assertProxyError(await invoke(slow.key, 'GET'), 504, /1500 ms/);
-      assert.ok(Date.now() - started >= 1400);
+      assertProxyError(await invoke(slow.key, 'GET'), 504, /3000 ms/);
+      assert.ok(Date.now() - started >= 2900);
       // Headers came, the body never did: still a 504 proxy_error, without the destination's headers.
       dest.answer('/stall', () => ({ headers: { 'content-type': 'text/plain', 'content-length': '10', 'x-dest': 'y' }, stall: true }));
       const stall = await proxy({}, '/stall');
