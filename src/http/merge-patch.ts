@@ -4,6 +4,13 @@ import { parseJsonBody } from './json-body.ts';
 
 export const MERGE_PATCH = 'application/merge-patch+json';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** PATCH routes that are not resources (proxy invocations forward any body) set this to false. */
+    mergePatch?: boolean;
+  }
+}
+
 /** PATCH takes only RFC 7386 merge patches; any other content type is a 415. */
 export function registerMergePatch(app: FastifyInstance): void {
   app.addContentTypeParser(MERGE_PATCH, { parseAs: 'string' }, (_req, body, done) => {
@@ -18,7 +25,7 @@ export function registerMergePatch(app: FastifyInstance): void {
   });
   // Only PATCH routes carry the check.
   app.addHook('onRoute', (route) => {
-    if (![route.method].flat().includes('PATCH')) return;
+    if (![route.method].flat().includes('PATCH') || route.config?.mergePatch === false) return;
     route.onRequest = [...[route.onRequest ?? []].flat(), requireMergePatch];
   });
 }

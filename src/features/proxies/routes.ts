@@ -65,7 +65,6 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: opts.maxBodyBytes }, (_request, body, done) => done(null, body));
-    scope.addHook('onRoute', withoutSharedRequestHooks);
     scope.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(proxies, err, request, reply));
 
     const invoke: Omit<RouteOptions, 'url'> = {
@@ -73,8 +72,8 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
       bodyLimit: opts.maxBodyBytes,
       exposeHeadRoute: false,
       // Authentication (API key and/or proxy key) is the service's: it depends on the proxy.
-      // Never replayed: every invocation goes to the destination.
-      config: { access: 'public', idempotent: false },
+      // Never replayed: every invocation goes to the destination; a proxied PATCH carries any body.
+      config: { access: 'public', idempotent: false, mergePatch: false },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const result = await proxies.invoke({
           method: request.method,
@@ -104,20 +103,6 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
     });
     scope.route({ ...invoke, url: '/proxy/*', schema: { hide: true } });
   });
-}
-
-/**
- * Shared onRoute hooks may add route-level onRequest hooks meant for resources: today only
- * the merge-patch check on every PATCH route, which a proxied PATCH (any body) must not get.
- * Anything else arriving here fails the start, so a new shared hook is never silently dropped.
- */
-function withoutSharedRequestHooks(route: RouteOptions): void {
-  const added = [route.onRequest ?? []].flat();
-  const unknown = added.filter((hook) => hook.name !== 'requireMergePatch');
-  if (unknown.length > 0) {
-    throw new Error(`a shared onRoute hook added ${unknown.map((h) => h.name || 'an anonymous hook').join(', ')} to ${route.url}; decide whether proxy invocations need it`);
-  }
-  route.onRequest = [];
 }
 
 /**

@@ -18,8 +18,7 @@ import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
 import type { LogService } from '../logs/service.ts';
-import { CreateTokenBody, TokenId, UpdateTokenBody } from '../tokens/schema.ts';
-import { presentToken, type TokenInput, type TokenPatch, type TokenService } from '../tokens/service.ts';
+import { createTokenSdk, type TokenService } from '../tokens/service.ts';
 import { ProxyBody, type ProxyInput } from './schema.ts';
 import {
   deleteProxy,
@@ -80,9 +79,6 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const BAD_HEADER_VALUE = /[\0\r\n]/;
 
 const validProxyBody = compileValidator<ProxyInput>(ProxyBody);
-const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
-const validTokenPatch = compileValidator<TokenPatch>(UpdateTokenBody);
-const validTokenId = compileValidator<string>(TokenId);
 
 export function createProxyService(deps: {
   db: Database;
@@ -336,28 +332,9 @@ export function createProxyService(deps: {
     return { body: out.body, headers: out.headers === undefined ? undefined : transformHeaders(out.headers, which) };
   }
 
-  /**
-   * `bt` in transforms: token calls made as the proxy's application, validated like API
-   * bodies. The same methods as a reactor's `bt` (docs/reactors.md), so code moves between them.
-   */
+  /** `bt` in transforms: the same methods as a reactor's, as the proxy's application (docs/reactors.md). */
   function sdkFor(principal: Principal): SdkHost {
-    return {
-      'tokens.create': async (input) => presentToken(await tokens.create(principal, validTokenRequest(input, 'token'))),
-      'tokens.retrieve': async (id) => presentToken(await tokens.get(principal, validTokenId(id, 'id'))),
-      'tokens.update': async (id, patch) => presentToken(await tokens.update(principal, validTokenId(id, 'id'), validTokenPatch(patch, 'patch'))),
-      'tokens.delete': async (id) => {
-        await tokens.remove(principal, validTokenId(id, 'id'));
-        return null;
-      },
-      'tokens.list': async (query) => {
-        const q = (query ?? {}) as { size?: unknown; start?: unknown };
-        const size = typeof q.size === 'number' && Number.isInteger(q.size) && q.size >= 1 && q.size <= 100 ? q.size : 20;
-        const page = await tokens.listV2(principal, { id: [], type: [], size, ...(typeof q.start === 'string' ? { start: q.start } : {}) });
-        return { pagination: page.pagination, data: page.data.map(presentToken) };
-      },
-      tokenize: async (body) => tokens.tokenize(principal, body, presentToken),
-      detokenize: async (body) => detokenize.detokenize(principal, body, 'token:read', 'body'),
-    };
+    return createTokenSdk(principal, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body'));
   }
 
   async function forward(url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
