@@ -23,6 +23,13 @@ export class Database {
     this.pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
     // An idle client losing its connection must not take the process down.
     this.pool.on('error', (err) => log.error({ err: err.message }, 'idle database connection failed'));
+    // Nor a checked-out one: the pool listens only to idle clients, and a connection lost while a
+    // request holds it (a database restart or failover, a killed session) is otherwise an
+    // unhandled 'error' event that ends the process. The query in flight fails with the error
+    // anyway (its transaction rolls back), and the pool drops the broken client on release.
+    this.pool.on('connect', (client) => {
+      client.on('error', (err) => log.debug({ err: err.message }, 'database connection lost'));
+    });
   }
 
   async query<T extends Row = Row>(sql: string, params: unknown[] = [], tx?: Tx): Promise<T[]> {

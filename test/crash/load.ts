@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import { sleep } from './coffer.ts';
+
+/**
+ * The clients of the crash test. Every request carries its own SVC-IDEMPOTENCY-KEY and a
+ * payload no other request has (its sequence number is in the data and in metadata.seq),
+ * and is sent again with the same key and body until the server acknowledges it with a
+ * 201: a connection error (the server was killed) or a 5xx → retry after a moment; a 409
+ * (the key is still held by a request on a connection that is going away) → retry too.
+ */
+
+/** One token a request asks for: which leaf of the body, its type and its data. */
+export type Part = { part: string; type: string; data: unknown };
+
+export type Request = {
+  seq: number;
+  key: string;
+  path: '/tokens' | '/tokenize';
+  body: unknown;
+  parts: Part[];
+  /** Token ids from the acknowledgement, in the order of `parts`; empty until acknowledged. */
+  ids: string[];
+  acked: boolean;
+  /** The acknowledgement was a replay of a reply stored by an earlier attempt. */
+  replayedAck: boolean;
+  attempts: number;
+  /** A 4xx other than 409: the request can never succeed (a bug in the server or the test). */
+  rejected?: string;
+};
+
+export type LoadStats = { sent: number; networkErrors: number; conflicts: number; serverErrors: number; replayedAcks: number };
+
+const YEAR = new Date().getUTCFullYear() + 3;
+
+/** A Luhn-valid 16-digit Visa-range number unique to the sequence number. */
+export function cardNumber(seq: number): string {
+  const body = `49${String(seq).padStart(13, '0')}`;
+  let sum = 0;
+  for (let i = 0; i < body.length; i++) {
+    let d = Number(body[body.length - 1 - i]);
+    if (i % 2 === 0) {
+      d *= 2;
+      if (d > 9) d -= 9;
+    }
+    sum += d;
+  }
+  return body + String((10 - (sum % 10)) % 10);
+}
+
+/** Seven in ten requests create a `token`, two a `card`, one tokenizes both at once (all or nothing). */
+export function makeRequest(seq: number): Request {
+  const meta = (part: string) => ({ seq: String(seq), part });
+  const token: Part = { part: 'a', type: 'token', data: { n: seq, note: `crash test value ${seq}` } };
+  const card: Part = { part: 'b', type: 'card', data: { number: cardNumber(seq), expiration_month: 1 + (seq % 12), expiration_year: YEAR } };
+  const base = { seq, key: randomUUID(), ids: [], acked: false, replayedAck: false, attempts: 0 };
+  switch (seq % 10) {
+    case 7:
+    case 8:
+      return { ...base, path: '/tokens', parts: [card], body: { type: card.type, data: card.data, metadata: meta('b') } };
+    case 9:
+      return {
+        ...base,
+        path: '/tokenize',
+        parts: [token, card],
+        body: {
+          a: { type: token.type, data: token.data, metadata: meta('a') },
+          b: { type: card.type, data: card.data, metadata: meta('b') },
+        },
+      };
+    default:
+      return { ...base, path: '/tokens', parts: [token], body: { type: token.type, data: token.data, metadata: meta('a') } };
+  }
+}
+
+export type Sent = { status: number; replayed: boolean; body: any } | { error: string };
+
+/** One POST of the request; never throws. */
+export async function post(url: string, apiKey: string, req: Request, timeoutMs = 15_000): Promise<Sent> {
+  try {
+    const res = await fetch(url + req.path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'svc-api-key': apiKey, 'svc-idempotency-key': req.key },
+      body: JSON.stringify(req.body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = text;
+    }
+    return { status: res.status, replayed: res.headers.get('svc-idempotent-replayed') === 'true', body };
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+}
+
+/** The token ids an acknowledgement names, in the order of the request's parts. */
+export function idsOf(req: Request, body: any): string[] | undefined {
+  const ids = req.path === '/tokens' ? [body?.id] : req.parts.map((p) => body?.[p.part]?.id);
+  return ids.every((id) => typeof id === 'string') ? ids : undefined;
+}
+
+/** Sends until acknowledged, rejected, `deadline` (performance.now()) passes, or `abort.aborted`. */
+export async function sendUntilAcked(url: string, apiKey: string, req: Request, stats: LoadStats, deadline: number, abort?: AbortSignal): Promise<void> {
+  while (!req.acked && performance.now() < deadline && !abort?.aborted) {
+    req.attempts++;
+    stats.sent++;
+    const res = await post(url, apiKey, req);
+    if ('error' in res) {
+      stats.networkErrors++;
+      await sleep(50 + Math.random() * 100);
+    } else if (res.status === 201) {
+      const ids = idsOf(req, res.body);
+      if (!ids) {
+        req.rejected = `201 without token ids: ${JSON.stringify(res.body).slice(0, 200)}`;
+        return;
+      }
+      req.ids = ids;
+      req.acked = true;
+      req.replayedAck = res.replayed;
+      if (res.replayed) stats.replayedAcks++;
+    } else if (res.status === 409) {
+      stats.conflicts++;
+      await sleep(50 + Math.random() * 100);
+    } else if (res.status >= 500) {
+      stats.serverErrors++;
+      await sleep(100);
+    } else {
+      req.rejected = `${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
+      return;
+    }
+  }
+}
+
+/**
+ * `clients` concurrent clients, each sending one request after another until `stopAt`
+ * (performance.now()), then finishing (acknowledging) the one in hand until `deadline`.
+ */
+export async function drive(opts: {
+  url: string;
+  apiKey: string;
+  clients: number;
+  stopAt: number;
+  deadline: number;
+  requests: Request[];
+  stats: LoadStats;
+  abort: AbortSignal;
+}): Promise<void> {
+  let seq = opts.requests.length;
+  await Promise.all(
+    Array.from({ length: opts.clients }, async () => {
+      while (performance.now() < opts.stopAt && !opts.abort.aborted) {
+        const req = makeRequest(++seq);
+        opts.requests.push(req);
+        await sendUntilAcked(opts.url, opts.apiKey, req, opts.stats, opts.deadline, opts.abort);
+      }
+    }),
+  );
+}
