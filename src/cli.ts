@@ -55,9 +55,8 @@ async function serve(config: Config, args: string[]): Promise<number> {
   // A worker re-runs this command line (node:cluster forks the same script); the primary serves no API.
   if (cluster.isWorker) return runWorker(config, log);
   if (workers > 1) return runPrimary(config, log, workers);
-  const running = await start(config, log);
+  const running = await start(config, log, { announceFirstKey });
   const signal = untilSignal(); // before this, a signal stops a start that may be stuck (database unreachable)
-  if (running.firstKey) announceFirstKey(running.firstKey);
   log.info({ url: running.url, first_start: running.firstKey !== undefined }, 'coffer ready');
   log.info({ signal: await signal }, 'shutting down');
   try {

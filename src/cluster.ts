@@ -72,9 +72,8 @@ export async function runWorker(config: Config, baseLog: Logger): Promise<number
   const log = baseLog.child({ worker: Number(process.env.COFFER_WORKER_SLOT) || cluster.worker?.id });
   // Answer the primary's metrics requests from the start, so a scrape during a restart is not left hanging.
   if (config.metricsToken) prepareWorkerMetrics();
-  const running = await start(config, log, { clusterWorker: true });
+  const running = await start(config, log, { clusterWorker: true, announceFirstKey });
   const signal = untilSignal({ absorb: true });
-  if (running.firstKey) announceFirstKey(running.firstKey);
   log.info({ url: running.url }, 'worker ready');
   process.send?.({ type: READY, url: running.url, firstStart: running.firstKey !== undefined } satisfies ReadyMessage);
   log.info({ signal: await signal }, 'worker shutting down');

@@ -23,6 +23,8 @@ export type Running = {
 export type StartOptions = {
   /** A `serve --workers N` worker: its metrics go to the cluster primary, which serves them for all workers. */
   clusterWorker?: boolean;
+  /** Shows the first start's management key, before the tenant is committed. */
+  announceFirstKey?: (created: { tenant_id: string; api_key: string }) => void;
 };
 
 /** Process entry for `coffer serve`: config → database → app → listen; sweeper and job runner run in-process. */
@@ -37,7 +39,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
   try {
     await notifier.start();
     services = createServices({ config, db: database.db, notifier, log });
-    const first = await services.tenants.initializeIfEmpty('Default');
+    const first = await services.tenants.initializeIfEmpty('Default', opts.announceFirstKey);
     app = await buildApp({ config, db: database.db, log, services });
     const url = await app.listen({ port: config.port, host: config.host });
     const metrics = services.metrics;

@@ -123,7 +123,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     } catch (err) {
       await idem.tx.query('ROLLBACK').catch(() => {});
       request.log.error({ err: (err as Error).message }, 'could not commit an idempotent request');
-      const problem = new ApiError(500, 'The request could not be completed; nothing was changed. Retry with the same SVC-IDEMPOTENCY-KEY.');
+      const problem = new ApiError(500, 'The outcome of the request is not known (the database connection failed while committing). Retry with the same SVC-IDEMPOTENCY-KEY: it replays the result if the request took effect, and runs it otherwise.');
       reply.code(500).type('application/problem+json');
       return JSON.stringify(problem.toProblem(request.id));
     } finally {

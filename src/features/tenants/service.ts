@@ -45,11 +45,15 @@ export function createTenantService(deps: { db: Database; logs: LogService; appl
     initialize,
 
     /** The first start on an empty database creates one tenant; the lock makes that true with many processes. */
-    async initializeIfEmpty(name: string): Promise<InitializedTenant | undefined> {
+    async initializeIfEmpty(name: string, announce: (created: InitializedTenant) => void = () => {}): Promise<InitializedTenant | undefined> {
       return db.transaction(async (tx) => {
         await lockTenantCreation(db, tx);
         if ((await countTenants(db, tx)) > 0) return undefined;
-        return initialize(name);
+        const created = await initialize(name);
+        // Shown before the commit: a crash right after it must not leave a tenant whose key
+        // nobody ever saw. If the commit fails instead, the next start makes a new one.
+        announce(created);
+        return created;
       });
     },
 
