@@ -71,7 +71,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const sandbox = new Sandbox({ onRun: metrics?.observeRun });
   metrics?.watchSandbox(sandbox);
   const reactors = createReactorService({
-    db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log,
+    db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log, notifier, cacheSeconds: config.authCacheSeconds,
     limits: {
       syncTimeoutMs: config.reactorTimeoutMs,
       asyncTimeoutMs: config.reactorAsyncTimeoutMs,

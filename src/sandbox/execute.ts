@@ -1,12 +1,20 @@
 /**
  * One run of user code in a warm isolate, seen from the host.
  *
- * Each run gets a fresh context (so no state survives between runs), prepared while the
- * isolate waited in the pool: the runtime's globals are installed in it (prepare). The run
- * arms it with the request and starts the user script, which calls the exported function.
- * From then on the isolate and the host only exchange copied strings: the isolate sends
- * messages through `port` (log, call, timer, clear, done) and the host answers by applying
- * `control` (arm, settle, timer, poll) — each application is a "task" on the isolate's thread.
+ * A context (prepare) has the runtime installed in it, made while the isolate waited in the
+ * pool. The first run in it arms it with the request and starts the user script, which loads
+ * the module and calls the exported function. The context, with the loaded module, then serves
+ * the later runs of the same code (Lambda-style warm semantics, docs/reactors.md): between two
+ * runs it is reset (resetPrepared: the runtime's globals put back, the finished run forgotten),
+ * and each run arms it afresh and calls the kept function. Only a run that ended cleanly leaves
+ * its context for the next one (Outcome.reusable); any other is dropped, and the next run gets
+ * a fresh context, or, when the isolate itself may be unsafe, a fresh isolate.
+ *
+ * From the start of a run the isolate and the host only exchange copied strings: the isolate
+ * sends messages through `port` (log, call, timer, clear, done), each marked with the number of
+ * the run it belongs to, and the host answers by applying `control` (arm, settle, timer, poll,
+ * reset) — each application is a "task" on the isolate's thread. A message marked with another
+ * run's number is dropped, so nothing of a finished run reaches the next run's host functions.
  *
  * The run is over when the function has settled (the isolate said "done") and no task is
  * still executing, so the isolate is idle when it goes back to the pool. Calls and timers
@@ -14,7 +22,7 @@
  * V8's own timeout only covers a task while it executes, and code resuming after an await
  * runs in a later task, so at the deadline the host disposes the whole isolate.
  */
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import ivm from 'isolated-vm';
 import { failure, memoryFailure, runtimeFailure, stuckFailure, timeoutFailure } from './failures.ts';
 import { byteLength, parseUntrusted, performCall, type CallContext } from './host-calls.ts';
@@ -31,12 +39,20 @@ export const MAX_CALLS_PER_RUN = 5_000;
 export const MAX_TIMERS = 100;
 export const MAX_TIMERS_PER_RUN = 10_000;
 const MAX_LOG_LINE = 8193;
+/** Backstop for the reset between runs, which runs no user code. */
+const RESET_TIMEOUT_MS = 1000;
 
 export type Outcome = {
   result: { ok: true; value: unknown } | { ok: false; error: SandboxFailure };
   console: string[];
   /** false: the isolate must be disposed (timed out, out of memory, or in an unknown state). */
   healthy: boolean;
+  /**
+   * true: the run ended cleanly (the function settled and said so, the module is loaded, no
+   * task failed, nothing was left pending), and its context may serve the next run of the same
+   * code once reset. false: the context has been discarded.
+   */
+  reusable: boolean;
 };
 
 type Settled = { ok: true; valueJson: string | undefined } | { ok: false; error: SandboxFailure };
@@ -49,6 +65,8 @@ type Port = { run: Run | undefined };
 
 class Run {
   readonly console: string[] = [];
+  /** This run's number in its context: messages marked with another number are not for it. */
+  readonly no: number;
   readonly #w: WarmIsolate;
   readonly #limits: SandboxLimits;
   readonly #calls: CallContext;
@@ -63,30 +81,41 @@ class Run {
   #totalCalls = 0;
   #totalTimers = 0;
   #settled: Settled | undefined;
+  /** The outcome came from the isolate's own report ("done"), which also said the module is loaded. */
+  #reported = false;
+  #loaded = false;
+  /** A task failed (an uncaught exception, a timeout, a dead isolate). */
+  #taskError = false;
+  /** The code asked for a call or a timer after its function settled. */
+  #lateWork = false;
+  #reusable = false;
   #finished = false;
   #resolve!: (o: Outcome) => void;
   readonly done: Promise<Outcome>;
 
-  constructor(w: WarmIsolate, limits: SandboxLimits, calls: CallContext) {
+  constructor(w: WarmIsolate, no: number, limits: SandboxLimits, calls: CallContext) {
     this.#w = w;
+    this.no = no;
     this.#limits = limits;
     this.#calls = calls;
     this.done = new Promise((resolve) => (this.#resolve = resolve));
   }
 
   /**
-   * Arms the context with the request, then starts the user script; the wall-time limit
-   * counts from here. Both are queued at once: an isolate runs its tasks in order.
+   * Arms the context with the request and, when the module is loaded in it already, calls its
+   * function (one task); otherwise arms it, then starts the user script, which loads the module
+   * and calls the function. The wall-time limit counts from here. Tasks are queued at once: an
+   * isolate runs its tasks in order.
    */
-  start(control: ivm.Reference, script: ivm.Script, context: ivm.Context, armJson: string, reqJson: string): void {
+  start(p: Prepared, script: ivm.Script, armJson: string, reqJson: string): void {
     const ms = this.#limits.timeoutMs;
     this.#deadlineAt = performance.now() + ms;
     this.#deadline = setTimeout(() => this.#fatal(timeoutFailure(ms)), ms);
-    this.#control = control;
-    this.#track(control.apply(undefined, ['arm', armJson, reqJson] as never[], { timeout: this.#remaining() }));
+    this.#control = p.control;
+    this.#track(p.control.apply(undefined, ['arm', armJson, reqJson, this.no, p.loaded] as never[], { timeout: this.#remaining() }));
     // copy: the script's value is undefined unless code escaped the wrapper; never let it
     // come out as a function (a handle into the context), only as copied data or an error.
-    this.#track(script.run(context, { timeout: this.#remaining(), copy: true }));
+    if (!p.loaded) this.#track(script.run(p.context, { timeout: this.#remaining(), copy: true }));
   }
 
   #remaining(): number {
@@ -106,10 +135,12 @@ class Run {
       // Once the function has settled, the run's outcome is decided: work it asks for
       // afterwards (an SDK call with side effects, say) is not started.
       case 'call':
-        if (typeof a === 'number' && typeof b === 'string' && typeof c === 'string' && !this.#settled) this.#call(a, b, c);
+        if (this.#settled) this.#lateWork = true;
+        else if (typeof a === 'number' && typeof b === 'string' && typeof c === 'string') this.#call(a, b, c);
         return;
       case 'timer':
-        if (typeof a === 'number' && typeof b === 'number' && !this.#settled) this.#timer(a, b);
+        if (this.#settled) this.#lateWork = true;
+        else if (typeof a === 'number' && typeof b === 'number') this.#timer(a, b);
         return;
       case 'clear':
         if (typeof a === 'number') this.#clear(a);
@@ -175,15 +206,18 @@ class Run {
 
   #done(metaJson: string, valueJson: string | undefined): void {
     if (this.#settled) return;
+    this.#reported = true;
     let meta: Record<string, unknown>;
     try {
       meta = parseUntrusted(metaJson) as Record<string, unknown>;
       if (meta === null || typeof meta !== 'object') throw new Error('not an object');
     } catch {
+      this.#reported = false;
       this.#settled = { ok: false, error: failure(422, 'user_error', 'The code ended in an unreadable state.') };
       this.#maybeOver();
       return;
     }
+    this.#loaded = meta.loaded === true;
     if (meta.ok === true) {
       if (valueJson !== undefined && byteLength(valueJson) > this.#limits.maxIoBytes) {
         this.#settled = { ok: false, error: failure(422, 'too_large', `The returned value is larger than ${this.#limits.maxIoBytes} bytes as JSON.`) };
@@ -241,6 +275,7 @@ class Run {
 
   #taskFailed(err: unknown): void {
     if (this.#finished) return;
+    this.#taskError = true;
     const message = err instanceof Error ? err.message : String(err);
     if (this.#w.isolate.isDisposed || /^Isolate was disposed|^Isolate is disposed/.test(message)) {
       this.#fatal(/memory limit/.test(message) ? memoryFailure(this.#w.memoryMb) : runtimeFailure());
@@ -309,6 +344,9 @@ class Run {
   #finish(settled: Settled, healthy: boolean): void {
     if (this.#finished) return;
     this.#finished = true;
+    // Anything left pending (a timer, a call, work asked for after the function settled) means
+    // the context holds unfinished work of this run: it is not handed to the next one.
+    this.#reusable = healthy && this.#reported && this.#loaded && !this.#taskError && !this.#lateWork && this.#timers.size === 0 && this.#pendingCalls === 0;
     clearTimeout(this.#deadline);
     for (const t of this.#timers.values()) clearTimeout(t);
     this.#timers.clear();
@@ -322,7 +360,7 @@ class Run {
     } else {
       result = settled;
     }
-    this.#resolve({ result, console: this.console, healthy });
+    this.#resolve({ result, console: this.console, healthy, reusable: this.#reusable });
   }
 
   /** Gives up a run that could not start. */
@@ -343,8 +381,12 @@ export type ExecuteInput = {
   fetch?: FetchBridge;
 };
 
-/** A fresh context with the runtime installed, made while the isolate waits in the pool. */
-export type Prepared = { context: ivm.Context; control: ivm.Reference; port: Port };
+/**
+ * A context with the runtime installed, made while the isolate waits in the pool. `loaded`: the
+ * user's module is loaded in it (a run of the isolate's current code ended cleanly in it), so
+ * the next run only calls its function. `runs` numbers the runs made in it.
+ */
+export type Prepared = { context: ivm.Context; control: ivm.Reference; port: Port; loaded: boolean; runs: number };
 
 /**
  * Makes the context for the next run, asynchronously: the work happens on an isolate thread,
@@ -354,15 +396,38 @@ export async function prepare(w: WarmIsolate): Promise<Prepared> {
   const context = await w.isolate.createContext();
   try {
     const port: Port = { run: undefined };
-    const callback = new ivm.Callback((op: unknown, a: unknown, b: unknown, c: unknown) => port.run?.onMessage(op, a, b, c), { ignored: true });
+    const callback = new ivm.Callback(
+      (no: unknown, op: unknown, a: unknown, b: unknown, c: unknown) => {
+        const run = port.run;
+        // Only the current run's messages: one sent for a run that is over is dropped.
+        if (run !== undefined && no === run.no) run.onMessage(op, a, b, c);
+      },
+      { ignored: true },
+    );
     // Queued in order on the isolate's thread: the global is set before the runtime reads it.
     context.global.setIgnored('__coffer_port', callback);
     const control = (await w.runtime.run(context, { reference: true })) as ivm.Reference;
-    return { context, control, port };
+    return { context, control, port, loaded: false, runs: 0 };
   } catch (err) {
     releaseQuietly(context);
     throw err;
   }
+}
+
+/**
+ * Between two runs in one context: the isolate forgets the finished run and puts the runtime's
+ * globals back (see reset() in ./runtime/main.js). The context, or undefined (then discarded)
+ * when it cannot serve another run.
+ */
+export async function resetPrepared(p: Prepared): Promise<Prepared | undefined> {
+  try {
+    const state = await p.control.apply(undefined, ['reset'] as never[], { timeout: RESET_TIMEOUT_MS });
+    if (state === 'ok') return p;
+  } catch {
+    // the isolate is gone, or the reset failed: a fresh context for the next run
+  }
+  discardPrepared(p);
+  return undefined;
 }
 
 export function discardPrepared(p: Prepared): void {
@@ -379,7 +444,11 @@ function releaseQuietly(handle: { release(): void }): void {
   }
 }
 
-/** Runs the compiled user script of `w` once, in the prepared context `p` (used up). Never throws. */
+/**
+ * One run of the compiled user script of `w` in the context `p`. Never throws. When the outcome
+ * is reusable, `p` (now with the module loaded) is the caller's again, to reset and keep;
+ * otherwise `p` has been discarded.
+ */
 export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput): Promise<Outcome> {
   const { limits } = input;
   const sdkMethods = input.sdk ? Object.keys(input.sdk).filter((k) => typeof input.sdk![k] === 'function') : null;
@@ -393,21 +462,24 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
       maxCallsPerRun: MAX_CALLS_PER_RUN,
     },
     sdk: sdkMethods,
-    seed: randomBytes(32).toString('base64'),
+    // The key of the run's random stream: 8 words, so the isolate needs no decoding to use them.
+    seed: Array.from(randomFillSync(new Uint32Array(8))),
   });
-  const run = new Run(w, limits, { sdk: input.sdk, fetch: input.fetch, maxIoBytes: limits.maxIoBytes });
+  const run = new Run(w, ++p.runs, limits, { sdk: input.sdk, fetch: input.fetch, maxIoBytes: limits.maxIoBytes });
   p.port.run = run;
   try {
     // Never a synchronous call into the isolate here: it would block the event loop for as
     // long as the isolate takes to let go, a garbage collection of its old contexts included.
-    run.start(p.control, w.script!, p.context, arm, input.reqJson);
+    run.start(p, w.script!, arm, input.reqJson);
   } catch {
     run.abandon();
     discardPrepared(p);
-    return { result: { ok: false, error: w.isolate.isDisposed ? memoryFailure(w.memoryMb) : runtimeFailure() }, console: [], healthy: false };
+    return { result: { ok: false, error: w.isolate.isDisposed ? memoryFailure(w.memoryMb) : runtimeFailure() }, console: [], healthy: false, reusable: false };
   }
   const outcome = await run.done;
   run.release();
-  discardPrepared(p);
+  p.port.run = undefined;
+  if (outcome.reusable) p.loaded = true;
+  else discardPrepared(p);
   return outcome;
 }

@@ -8,7 +8,7 @@
  * knows nothing of features: permissions are the host's business.
  */
 import ivm from 'isolated-vm';
-import { execute, prepare } from './execute.ts';
+import { discardPrepared, execute, prepare, resetPrepared, type Prepared } from './execute.ts';
 import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
 import { byteLength } from './host-calls.ts';
 import { createWarmIsolate, disposeWarmIsolate, IsolatePool, type WarmIsolate } from './pool.ts';
@@ -160,8 +160,20 @@ export class Sandbox {
     if (w.tenantId !== r.tenantId) throw new Error('tenant mismatch in the isolate pool');
     this.#busy.add(w);
     let healthy = false;
+    // The context this run uses; after it, the caller's to keep (reusable) or already discarded.
+    let p: Prepared | undefined;
+    let reusable = false;
     try {
+      const ready = w.ready;
+      w.ready = undefined;
+      p = ready ? await ready : undefined;
       if (w.code !== r.code || !w.script) {
+        // Other code under the same key (a proxy's transform changed, say): its module state must
+        // not meet the new code, so a context that has the old module loaded goes too.
+        if (p?.loaded) {
+          discardPrepared(p);
+          p = undefined;
+        }
         w.script?.release();
         w.script = undefined;
         w.code = undefined;
@@ -174,19 +186,26 @@ export class Sandbox {
           return fail(f);
         }
       }
-      const next = w.next;
-      w.next = undefined;
-      const prepared = (next && (await next)) || (await prepare(w));
-      const outcome = await execute(w, prepared, { reqJson, limits, sdk: r.sdk, fetch: r.fetch });
+      const run = p ?? (await prepare(w));
+      p = undefined; // execute() owns it now
+      const outcome = await execute(w, run, { reqJson, limits, sdk: r.sdk, fetch: r.fetch });
       healthy = outcome.healthy;
+      reusable = outcome.reusable;
+      if (reusable) p = run;
       return outcome;
     } finally {
       this.#busy.delete(w);
       if (healthy && !this.#disposed && !w.isolate.isDisposed) {
-        // The next run's context is made now, while the isolate would be idle anyway.
-        w.next = prepare(w).catch(() => undefined);
+        // The next run's context is made ready now, while the isolate would be idle anyway: this
+        // run's context reset (it keeps the loaded module), or else a fresh one. p is an unused
+        // fresh context when compiling failed.
+        const kept = p;
+        w.ready = (kept ? (reusable ? resetPrepared(kept) : Promise.resolve(kept)) : Promise.resolve(undefined))
+          .then((ctx) => ctx ?? prepare(w))
+          .catch(() => undefined);
         this.#pool.put(w);
       } else {
+        if (p) discardPrepared(p);
         disposeWarmIsolate(w);
       }
     }

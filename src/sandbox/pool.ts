@@ -1,7 +1,9 @@
 /**
  * Warm isolates, idle between runs, keyed by tenant + cache key + memory limit, least
  * recently used evicted first. An isolate is taken out while it runs, so no two runs ever
- * share one, and a key that includes the tenant means no two tenants ever do.
+ * share one, and a key that includes the tenant means no two tenants ever do. Each keeps the
+ * context of its last clean run (the loaded module, with its module-level state) for the next
+ * run of the same code.
  */
 import ivm from 'isolated-vm';
 import type { Prepared } from './execute.ts';
@@ -17,8 +19,12 @@ export type WarmIsolate = {
   /** The user's wrapped code, compiled once per isolate; undefined until the first run. */
   code?: string;
   script?: ivm.Script;
-  /** The context for the next run, being made or made (see prepare() in ./execute.ts). */
-  next?: Promise<Prepared | undefined>;
+  /**
+   * The context for the next run, made while the isolate is idle: the last run's context with
+   * the module loaded, being reset (resetPrepared), or a fresh one (prepare), see ./execute.ts.
+   * Undefined if it could not be made.
+   */
+  ready?: Promise<Prepared | undefined>;
 };
 
 // V8's code cache for the runtime, made by the first isolate: later isolates skip parsing it.

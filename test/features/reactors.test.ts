@@ -440,6 +440,7 @@ describe('reactors API', () => {
   describe('DELETE /reactors/{id}', () => {
     it('deletes the reactor: it can no longer be read, changed or invoked', async () => {
       const r = await created();
+      assert.equal((await react(r.id)).status, 200, 'invoked once, so the invocation cache holds it');
       const res = await call(server, 'DELETE', `/reactors/${r.id}`, { key: server.key });
       assert.equal(res.status, 204, res.text);
       assert.equal(res.text, '');
@@ -534,10 +535,15 @@ describe('reactors API', () => {
       assert.deepEqual((await react(r.id)).body, { raw: { hello: 'bonjour' } });
     });
 
-    it('keeps state from one run out of the next', async () => {
-      const r = await created({ ...REACTOR, code: `globalThis.n = (globalThis.n || 0) + 1; module.exports = async () => ({ raw: { n: globalThis.n } });` });
+    it('may keep module state between runs of one version (warm), never into the next version or another reactor', async () => {
+      const code = `let calls = 0; module.exports = async () => ({ raw: { n: ++calls } });`;
+      const r = await created({ ...REACTOR, code });
       assert.deepEqual((await react(r.id)).body, { raw: { n: 1 } });
-      assert.deepEqual((await react(r.id)).body, { raw: { n: 1 } }, 'a fresh context per run');
+      assert.deepEqual((await react(r.id)).body, { raw: { n: 2 } }, 'the warm context of this version');
+      const other = await created({ ...REACTOR, code });
+      assert.deepEqual((await react(other.id)).body, { raw: { n: 1 } }, 'another reactor, same code: its own state');
+      assert.equal((await patch(r.id, { configuration: { GREETING: 'changed' } })).status, 204);
+      assert.deepEqual((await react(r.id)).body, { raw: { n: 1 } }, 'a new version starts clean');
     });
   });
 });

@@ -111,15 +111,28 @@ describe('escape attempts', () => {
 describe('isolation between runs and tenants', () => {
   const stash = "module.exports = async ({ args }) => { const before = typeof globalThis.stash; globalThis.stash = args.v; Object.prototype.mark = args.v; return [before, typeof ({}).mark === 'string' ? 'marked' : 'clean']; };";
 
-  it('globals and prototypes set by one run are gone in the next run of the same code', async () => {
-    for (let i = 0; i < 3; i++) {
-      assert.deepEqual(value(await run(stash, { req: { args: { v: `run${i}` }, configuration: {} } })), ['undefined', 'marked']);
+  it('globals and prototypes set by one run stay for the next run of the same code (warm), and only there', async () => {
+    // Same tenant, same cache key, same code: one warm context, so its state persists (docs/reactors.md).
+    assert.deepEqual(value(await run(stash, { tenantId: 'W', req: { args: { v: 'run0' }, configuration: {} } })), ['undefined', 'marked']);
+    for (let i = 1; i < 3; i++) {
+      assert.deepEqual(value(await run(stash, { tenantId: 'W', req: { args: { v: `run${i}` }, configuration: {} } })), ['string', 'marked']);
+    }
+    // Another code version (another cache key) of the same tenant starts clean.
+    const s = new Sandbox();
+    try {
+      const go = (cacheKey: string) => s.run({ tenantId: 'W', cacheKey, code: stash, req: { args: { v: cacheKey }, configuration: {} } });
+      assert.deepEqual(value(await go('W:r:1')), ['undefined', 'marked']);
+      assert.deepEqual(value(await go('W:r:1')), ['string', 'marked']);
+      assert.deepEqual(value(await go('W:r:2')), ['undefined', 'marked']);
+    } finally {
+      s.dispose();
     }
   });
 
-  it('and across tenants', async () => {
+  it('but never across tenants', async () => {
     assert.deepEqual(value(await run(stash, { tenantId: 'A', req: { args: { v: 'A' }, configuration: {} } })), ['undefined', 'marked']);
     assert.deepEqual(value(await run(stash, { tenantId: 'B', req: { args: { v: 'B' }, configuration: {} } })), ['undefined', 'marked']);
+    assert.deepEqual(value(await run(stash, { tenantId: 'A', req: { args: { v: 'A' }, configuration: {} } })), ['string', 'marked']);
   });
 
   it('two tenants with the same cache key never share an isolate', async () => {

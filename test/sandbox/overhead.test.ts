@@ -1,6 +1,7 @@
 /**
  * Micro-benchmark of the warm path: the wall time of Sandbox.run for a trivial function,
- * which is all sandbox overhead. Printed, never asserted (timings vary by machine).
+ * which is all sandbox overhead (the warm context, with the module loaded, serves every
+ * call). Printed, never asserted (timings vary by machine).
  * Run alone: npx node --test test/sandbox/overhead.test.ts
  */
 import assert from 'node:assert/strict';
@@ -33,6 +34,6 @@ async function sample(n: number, gapMs: number): Promise<number[]> {
 
 it('warm sandbox overhead per call (trivial function)', async (t) => {
   await sample(300, 0); // warm up: isolate, compiled code, JIT
-  t.diagnostic(`back to back (next context still being made): ${percentiles(await sample(2000, 0))}`);
-  t.diagnostic(`with 1 ms between calls (next context ready): ${percentiles(await sample(500, 1))}`);
+  t.diagnostic(`back to back (the context is still being reset when the call comes): ${percentiles(await sample(2000, 0))}`);
+  t.diagnostic(`with 1 ms between calls (the context is reset and ready): ${percentiles(await sample(500, 1))}`);
 });

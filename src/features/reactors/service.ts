@@ -1,6 +1,7 @@
 import type { Database, Tx } from '../../db/database.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
+import type { Notifier } from '../../db/notifications.ts';
 import type { Logger } from '../../logger.ts';
 import type { Principal } from '../../access/principal.ts';
 import { ApiError, FieldErrorList, type Problem } from '../../http/errors.ts';
@@ -43,6 +44,9 @@ type Failure = { ok: false; status: number; detail: string; errors?: Record<stri
 export type ReactorLimits = { syncTimeoutMs: number; asyncTimeoutMs: number; memoryMb: number; maxTokens: number; concurrency: number };
 
 export const RUN_JOB = 'reactor.run';
+/** The change notice topic of reactors (src/db/notifications.ts): an update or delete clears every process's cache. */
+export const REACTOR_TOPIC = 'reactor';
+const MAX_CACHE_ENTRIES = 10_000;
 
 export type ReactorService = ReturnType<typeof createReactorService>;
 
@@ -58,10 +62,43 @@ export function createReactorService(deps: {
   detokenize: DetokenizeService;
   limits: ReactorLimits;
   log: Logger;
+  notifier: Notifier;
+  /** How long an invocation may use a reactor it looked up before (0: never); change notices clear it at once. */
+  cacheSeconds: number;
 }) {
-  const { db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log } = deps;
+  const { db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log, notifier } = deps;
   // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
   const gate = new Gate(limits.concurrency, limits.concurrency * 10);
+
+  // The reactors that react and react-async invoke, by tenant and id, with the configuration
+  // decrypted: held in memory only (never logged), for a few seconds, and cleared by any change
+  // notice (an update or delete of a reactor sends one; so does a reconnect of the listener).
+  const cacheMs = Math.max(0, deps.cacheSeconds) * 1000;
+  const cache = new Map<string, { reactor: Reactor; until: number }>();
+  let generation = 0;
+  notifier.onInvalidate(() => {
+    generation++;
+    cache.clear();
+  });
+
+  /** The reactor to invoke: from the cache, or loaded (and kept unless a change raced the lookup). */
+  async function live(principal: Principal, id: string): Promise<Reactor> {
+    const key = `${principal.tenantId}/${id}`;
+    const now = Date.now();
+    const hit = cache.get(key);
+    if (hit && hit.until > now) return hit.reactor;
+    if (hit) cache.delete(key);
+    const seen = generation;
+    const reactor = await load(principal, id);
+    // Shared by concurrent invocations: nothing may change it.
+    Object.freeze(reactor.configuration);
+    Object.freeze(reactor);
+    if (cacheMs > 0 && seen === generation) {
+      if (cache.size >= MAX_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+      cache.set(key, { reactor, until: now + cacheMs });
+    }
+    return reactor;
+  }
 
   async function validate(principal: Principal, input: ReactorInput, errors: FieldErrorList): Promise<{ id: string; name: string; type: string } | undefined> {
     const failure = sandbox.check(input.code);
@@ -235,13 +272,14 @@ export function createReactorService(deps: {
       return present(principal, await load(principal, id));
     },
 
-    async update(principal: Principal, id: string, input: ReactorInput): Promise<ReactorView> {
-      await load(principal, id);
+    async update(principal: Principal, requested: string, input: ReactorInput): Promise<ReactorView> {
+      // The stored id, not the path's spelling of it (a UUID may come in upper case): the configuration is sealed to it.
+      const { id } = await load(principal, requested);
       const errors = new FieldErrorList();
       const app = await validate(principal, input, errors);
       errors.throwIfAny();
       const sealed = await sealConfiguration(principal.tenantId, id, input.configuration);
-      return db.transaction(async (tx) => {
+      const view = await db.transaction(async (tx) => {
         const r = await updateReactor(db, principal.tenantId, {
           id,
           name: input.name,
@@ -252,8 +290,13 @@ export function createReactorService(deps: {
         }, tx);
         if (!r) throw ApiError.notFound('reactor');
         await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'update', message: `Reactor "${r.name}" updated` }, tx);
+        await notifier.invalidate(REACTOR_TOPIC, tx);
         return { ...(await hydrate(r)), application: app };
       });
+      // An invocation that raced the change may have cached the old reactor before the commit;
+      // once this resolves, no process serves it any more.
+      await notifier.invalidateLocal(REACTOR_TOPIC);
+      return view;
     },
 
     /** RFC 7386 over the stored reactor as a PUT body, then the same checks as a PUT. */
@@ -277,12 +320,14 @@ export function createReactorService(deps: {
       await db.transaction(async (tx) => {
         if (!(await deleteReactor(db, principal.tenantId, id, tx))) throw ApiError.notFound('reactor');
         await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'delete', message: 'Reactor deleted' }, tx);
+        await notifier.invalidate(REACTOR_TOPIC, tx);
       });
+      await notifier.invalidateLocal(REACTOR_TOPIC);
     },
 
     /** POST /reactors/{id}/react: runs now and answers with the Reactor Response, or a problem. */
     async react(principal: Principal, id: string, args: unknown): Promise<{ tokens?: unknown; raw?: unknown }> {
-      const reactor = await load(principal, id);
+      const reactor = await live(principal, id);
       // Nothing is recorded, and no code runs, unless every token may be used.
       const plain = await detokenizeArgs(principal, args);
       const requestId = uuidv4();
@@ -305,7 +350,7 @@ export function createReactorService(deps: {
 
     /** react-async, and react with the deprecated callback_url: a job runs it; the result is kept. */
     async reactAsync(principal: Principal, id: string, args: unknown, callbackUrl?: string): Promise<string> {
-      const reactor = await load(principal, id);
+      const reactor = await live(principal, id);
       if (callbackUrl) {
         try {
           outbound.validateUrl(callbackUrl);

@@ -1,7 +1,8 @@
 // console.log/info/debug/warn/error/trace/dir: each call becomes one line sent to the host,
 // which returns the lines with the result and never logs them. warn and error lines start
 // with "[warn] " and "[error] ". At most LIMITS.maxConsoleLines lines are sent, then one
-// line saying the rest was dropped; each line is cut at MAX_LINE characters.
+// line saying the rest was dropped; each line is cut at MAX_LINE characters. Every call starts
+// with a new `console` object (see reinstallGlobals), so replacing console.log lasts one call.
 
 const MAX_LINE = 8192;
 let consoleLines = 0;
@@ -64,20 +65,32 @@ function formatArgs(args) {
     out += (i ? ' ' : '') + text;
     if (out.length > MAX_LINE) break;
   }
-  return out.length > MAX_LINE ? out.slice(0, MAX_LINE) + '…' : out;
+  return out.length > MAX_LINE ? apply($slice, out, [0, MAX_LINE]) + '…' : out;
 }
 
 function emit(prefix, args) {
   if (consoleLines > LIMITS.maxConsoleLines) return;
   consoleLines++;
   if (consoleLines > LIMITS.maxConsoleLines) {
-    H('log', `[console] output truncated: only the first ${LIMITS.maxConsoleLines} lines are kept`);
+    send('log', `[console] output truncated: only the first ${LIMITS.maxConsoleLines} lines are kept`);
     return;
   }
-  H('log', prefix + formatArgs(args));
+  let line;
+  try {
+    line = formatArgs(args);
+  } catch {
+    line = '[unprintable]'; // built-ins the code tampered with; the line is still counted and sent
+  }
+  send('log', prefix + line);
 }
 
-const consoleObject = {
+/** A new call: no line sent yet. */
+function resetConsole() {
+  consoleLines = 0;
+}
+
+const consoleMethods = freeze({
+  __proto__: null,
   log: (...args) => emit('', args),
   info: (...args) => emit('', args),
   debug: (...args) => emit('', args),
@@ -85,5 +98,12 @@ const consoleObject = {
   error: (...args) => emit('[error] ', args),
   trace: (...args) => emit('[trace] ', args),
   dir: (value) => emit('', [value]),
-};
-defineGlobal('console', consoleObject);
+});
+
+/** A console object of the shared methods; a new one for every call, so code may patch its own. */
+function makeConsole() {
+  const m = consoleMethods;
+  return { log: m.log, info: m.info, debug: m.debug, warn: m.warn, error: m.error, trace: m.trace, dir: m.dir };
+}
+
+defineGlobal('console', makeConsole());

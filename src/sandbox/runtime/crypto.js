@@ -1,19 +1,23 @@
 // crypto.getRandomValues / randomUUID from a ChaCha20 stream keyed with 32 random bytes the
-// host sends for each run, and a crypto.subtle with digest and HMAC computed by the host
+// host sends for each call, and a crypto.subtle with digest and HMAC computed by the host
 // (node:crypto). Anything else in crypto.subtle rejects with NotSupportedError.
 
-const rng = (() => {
+// The stream is keyed again for every call (resetRandom, from arm): the host sends 8 fresh random
+// 32-bit words with each call, so no call's values follow from another's.
+const rngState = (() => {
   const state = new Uint32Array(16);
   const x = new Uint32Array(16);
   const block = new $Uint8Array(64);
   const words = new Uint32Array(block.buffer);
+  const SIGMA = [0x61707865, 0x3320646e, 0x79622d32, 0x6b206574];
   let used = 64;
   let keyed = false;
   const key = () => {
-    const seed = base64ToBytes(randomSeed);
-    if (!armed || !seed || seed.length !== 32) throw new $Error('No random seed yet.');
-    state.set([0x61707865, 0x3320646e, 0x79622d32, 0x6b206574]);
-    for (let i = 0; i < 8; i++) state[4 + i] = seed[i * 4] | (seed[i * 4 + 1] << 8) | (seed[i * 4 + 2] << 16) | (seed[i * 4 + 3] << 24);
+    const seed = randomSeed;
+    if (!armed || !$isArray(seed) || seed.length !== 8) throw new $Error('No random seed yet.');
+    for (let i = 0; i < 4; i++) state[i] = SIGMA[i];
+    for (let i = 0; i < 8; i++) state[4 + i] = seed[i];
+    for (let i = 12; i < 16; i++) state[i] = 0;
     keyed = true;
   };
   const rotl = (v, n) => (v << n) | (v >>> (32 - n));
@@ -24,7 +28,7 @@ const rng = (() => {
     x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 7);
   };
   const refill = () => {
-    x.set(state);
+    for (let i = 0; i < 16; i++) x[i] = state[i];
     for (let i = 0; i < 10; i++) {
       quarter(0, 4, 8, 12); quarter(1, 5, 9, 13); quarter(2, 6, 10, 14); quarter(3, 7, 11, 15);
       quarter(0, 5, 10, 15); quarter(1, 6, 11, 12); quarter(2, 7, 8, 13); quarter(3, 4, 9, 14);
@@ -33,16 +37,29 @@ const rng = (() => {
     if (++state[12] === 0) state[13]++;
     used = 0;
   };
-  return (out) => {
-    if (!keyed) key();
-    for (let i = 0; i < out.length; i++) {
-      if (used === 64) refill();
-      out[i] = block[used];
-      block[used++] = 0;
-    }
-    return out;
+  return {
+    fill(out) {
+      if (!keyed) key();
+      for (let i = 0; i < out.length; i++) {
+        if (used === 64) refill();
+        out[i] = block[used];
+        block[used++] = 0;
+      }
+      return out;
+    },
+    reset() {
+      keyed = false;
+      for (let i = 0; i < 64; i++) block[i] = 0;
+      used = 64;
+    },
   };
 })();
+const rng = rngState.fill;
+
+/** A new call: the next random byte comes from a stream keyed with this call's seed. */
+function resetRandom() {
+  rngState.reset();
+}
 
 function randomBytes(n) {
   return rng(new $Uint8Array(n));
@@ -116,10 +133,10 @@ function mintHmacKey(bytes, hash, extractable, usages) {
   for (const u of usages) {
     if (u !== 'sign' && u !== 'verify') throw new DOMException(`Unsupported key usage for an HMAC key: ${u}`, 'SyntaxError');
   }
-  defineProperty(key, 'type', { value: 'secret', enumerable: true });
-  defineProperty(key, 'extractable', { value: Boolean(extractable), enumerable: true });
-  defineProperty(key, 'algorithm', { value: freeze({ name: 'HMAC', hash: freeze({ name: hash }), length: bytes.length * 8 }), enumerable: true });
-  defineProperty(key, 'usages', { value: freeze(Array.from(usages)), enumerable: true });
+  defineProperty(key, 'type', { __proto__: null, value: 'secret', enumerable: true });
+  defineProperty(key, 'extractable', { __proto__: null, value: Boolean(extractable), enumerable: true });
+  defineProperty(key, 'algorithm', { __proto__: null, value: freeze({ name: 'HMAC', hash: freeze({ name: hash }), length: bytes.length * 8 }), enumerable: true });
+  defineProperty(key, 'usages', { __proto__: null, value: freeze(Array.from(usages)), enumerable: true });
   keyBytes.set(key, bytes.slice());
   return key;
 }
@@ -136,7 +153,7 @@ const base64url = (bytes) => bytesToBase64(bytes).replace(/\+/g, '-').replace(/\
 const subtle = freeze({
   async digest(algorithm, data) {
     const alg = hashName(algorithm);
-    return toArrayBuffer(await cryptoCall({ op: 'digest', alg, data: bytesToBase64(toBytes(data, 'The data')) }));
+    return toArrayBuffer(await cryptoCall({ __proto__: null, op: 'digest', alg, data: bytesToBase64(toBytes(data, 'The data')) }));
   },
   async importKey(format, keyData, algorithm, extractable, usages) {
     if (algorithmName(algorithm) !== 'HMAC') throw notSupported(`The ${algorithmName(algorithm)} algorithm`);
@@ -174,13 +191,14 @@ const subtle = freeze({
   async sign(algorithm, key, data) {
     if (algorithmName(algorithm) !== 'HMAC') throw notSupported(`The ${algorithmName(algorithm)} algorithm`);
     const k = hmacKey(key, 'sign');
-    const body = { op: 'hmac', alg: key.algorithm.hash.name, key: bytesToBase64(k), data: bytesToBase64(toBytes(data, 'The data')) };
+    const body = { __proto__: null, op: 'hmac', alg: key.algorithm.hash.name, key: bytesToBase64(k), data: bytesToBase64(toBytes(data, 'The data')) };
     return toArrayBuffer(await cryptoCall(body));
   },
   async verify(algorithm, key, signature, data) {
     if (algorithmName(algorithm) !== 'HMAC') throw notSupported(`The ${algorithmName(algorithm)} algorithm`);
     const k = hmacKey(key, 'verify');
     const body = {
+      __proto__: null,
       op: 'verify',
       alg: key.algorithm.hash.name,
       key: bytesToBase64(k),

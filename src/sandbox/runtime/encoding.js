@@ -14,8 +14,8 @@ const DOMEXCEPTION_CODES = create(null);
 class DOMException extends $Error {
   constructor(message = '', name = 'Error') {
     super($String(message));
-    defineProperty(this, 'name', { value: $String(name), writable: true, configurable: true });
-    defineProperty(this, 'code', { value: DOMEXCEPTION_CODES[this.name] || 0, configurable: true });
+    defineProperty(this, 'name', { __proto__: null, value: $String(name), writable: true, configurable: true });
+    defineProperty(this, 'code', { __proto__: null, value: DOMEXCEPTION_CODES[this.name] || 0, configurable: true });
   }
 }
 

@@ -1,6 +1,8 @@
 // The `@coffer/errors` module. An error's HTTP status is recorded here, in a map user code
 // cannot reach, when the error is constructed: assigning `err.status = 500` later changes
-// nothing, and a plain object with a `status` property is just a plain error (422).
+// nothing, and a plain object with a `status` property is just a plain error (422). The classes
+// and their prototypes are frozen at install: a context serves many calls of the same code, and
+// what one call does to them must not change the errors (`bt`'s included) of the next.
 
 const brands = privateMap();
 const classStatus = privateMap();
@@ -15,12 +17,12 @@ class ApiError extends $Error {
         break;
       }
     }
-    brands.set(this, { status, kind: 'user_error' });
-    defineProperty(this, 'name', { value: new.target.name || 'ApiError', writable: true, configurable: true });
-    defineProperty(this, 'status', { value: status, writable: true, configurable: true, enumerable: true });
+    brands.set(this, { __proto__: null, status, kind: 'user_error' });
+    defineProperty(this, 'name', { __proto__: null, value: new.target.name || 'ApiError', writable: true, configurable: true });
+    setOwn(this, 'status', status);
     if (data !== undefined) {
-      this.data = data;
-      this.details = data;
+      setOwn(this, 'data', data);
+      setOwn(this, 'details', data);
     }
   }
 }
@@ -53,18 +55,18 @@ for (const C of [BadRequestError, AuthenticationError, AuthorizationError, NotFo
 
 /** An error the host reported ({status, message, data}) as user code sees it: it keeps its status. */
 function apiErrorFromHost(e) {
-  const status = Number.isInteger(e.status) && e.status >= 400 && e.status <= 599 ? e.status : 500;
+  const status = $isInteger(e.status) && e.status >= 400 && e.status <= 599 ? e.status : 500;
   const C = BY_STATUS[status] || ApiError;
   const err = new C(typeof e.message === 'string' ? e.message : 'The request failed.', e.data);
-  brands.set(err, { status, kind: status >= 500 ? 'runtime' : 'user_error' });
-  err.status = status;
+  brands.set(err, { __proto__: null, status, kind: status >= 500 ? 'runtime' : 'user_error' });
+  setOwn(err, 'status', status);
   return err;
 }
 
 /** Something user code produced is over the size limit (a result, a fetch body, an SDK argument). */
 function tooLarge(message) {
   const err = new UnprocessableEntityError(message);
-  brands.set(err, { status: 422, kind: 'too_large' });
+  brands.set(err, { __proto__: null, status: 422, kind: 'too_large' });
   return err;
 }
 
@@ -78,3 +80,7 @@ const errorsModule = freeze({
   RateLimitError,
   ReactorRuntimeError,
 });
+for (const C of [ApiError, BadRequestError, AuthenticationError, AuthorizationError, NotFoundError, UnprocessableEntityError, RateLimitError, ReactorRuntimeError]) {
+  freeze(C.prototype);
+  freeze(C);
+}

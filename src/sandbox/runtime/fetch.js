@@ -72,7 +72,7 @@ class Headers {
 }
 
 function headersToObject(headers) {
-  const out = {};
+  const out = create(null);
   for (const [k, v] of headers) out[k] = v;
   return out;
 }
@@ -84,10 +84,10 @@ class Response {
     this.#body = body === null || body === undefined ? '' : typeof body === 'string' ? body : bodyToString(body, new Headers());
     const status = init.status === undefined ? 200 : Number(init.status);
     if (!Number.isInteger(status) || status < 200 || status > 599) throw new $RangeError(`Invalid response status: ${init.status}`);
-    defineProperty(this, 'status', { value: status, enumerable: true });
-    defineProperty(this, 'statusText', { value: init.statusText === undefined ? '' : $String(init.statusText), enumerable: true });
-    defineProperty(this, 'headers', { value: new Headers(init.headers), enumerable: true });
-    defineProperty(this, 'url', { value: typeof init.url === 'string' ? init.url : '', enumerable: true });
+    defineProperty(this, 'status', { __proto__: null, value: status, enumerable: true });
+    defineProperty(this, 'statusText', { __proto__: null, value: init.statusText === undefined ? '' : $String(init.statusText), enumerable: true });
+    defineProperty(this, 'headers', { __proto__: null, value: new Headers(init.headers), enumerable: true });
+    defineProperty(this, 'url', { __proto__: null, value: typeof init.url === 'string' ? init.url : '', enumerable: true });
   }
   get ok() {
     return this.status >= 200 && this.status <= 299;
@@ -154,7 +154,7 @@ async function fetch(input, init = {}) {
     if (!headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
   }
   url.hash = '';
-  const reply = await hostCall('fetch', jsonStringify({ url: url.href, method, headers: headersToObject(headers), body }), (e) => {
+  const reply = await hostCall('fetch', jsonStringify({ __proto__: null, url: url.href, method, headers: headersToObject(headers), body }), (e) => {
     const err = new $TypeError(`fetch failed: ${typeof e.message === 'string' ? e.message : 'the request could not be sent'}`);
     return err;
   });

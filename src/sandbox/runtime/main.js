@@ -1,6 +1,7 @@
-// require, the `bt` SDK object, and the run itself: __coffer_start(wrapper) is called by the
-// user script (the user's CommonJS code wrapped in a function), loads the module, calls the
-// exported function with `req`, and reports the outcome to the host exactly once.
+// require, the `bt` SDK object, and the calls themselves. The first call in a context runs the
+// user script (the user's CommonJS code wrapped in a function), which calls
+// __coffer_start(wrapper): the module loads, and its exported function is kept. Every call then
+// calls that function with its own `req` and reports the outcome to the host exactly once.
 
 const MODULES = create(null);
 MODULES['@coffer/errors'] = errorsModule;
@@ -11,41 +12,73 @@ function require(name) {
   const m = MODULES[id];
   if (m !== undefined) return m;
   const err = new $Error(`Cannot find module '${id}': user code can require only '@coffer/errors' (alias 'coffer/errors').`);
-  err.code = 'MODULE_NOT_FOUND';
+  setOwn(err, 'code', 'MODULE_NOT_FOUND');
   throw err;
 }
 
-/** `bt`: one method per host SDK method, "tokens.create" becoming bt.tokens.create(...args). */
+/**
+ * `bt`: one method per host SDK method, "tokens.create" becoming bt.tokens.create(...args). A new
+ * one for every call; one kept from an earlier call (in module state) refuses to be used.
+ */
 function makeSdk(methods) {
-  if (!Array.isArray(methods)) return null;
+  if (!$isArray(methods)) return null;
+  const mine = callNo;
   const root = create(null);
   const groups = [];
-  for (const name of methods) {
-    const path = $String(name).split('.');
+  for (let m = 0; m < methods.length; m++) {
+    const name = $String(methods[m]);
+    const path = splitDots(name);
     let node = root;
     for (let i = 0; i < path.length - 1; i++) {
-      if (node[path[i]] === undefined) {
-        node[path[i]] = {};
-        groups.push(node[path[i]]);
+      if (!hasOwn(node, path[i])) {
+        setOwn(node, path[i], {});
+        groups[groups.length] = node[path[i]];
       }
       node = node[path[i]];
     }
-    node[path[path.length - 1]] = {
-      [path[path.length - 1]]: (...args) => hostCall('sdk', jsonStringify({ method: name, args }), apiErrorFromHost),
-    }[path[path.length - 1]];
+    const last = path[path.length - 1];
+    const method = {
+      [last]: (...args) => {
+        if (mine !== callNo) {
+          return new $Promise((resolve, reject) => reject(new $Error('This bt belongs to an earlier call: use the bt of the current call (req.bt).')));
+        }
+        return hostCall('sdk', jsonStringify({ __proto__: null, method: name, args }), apiErrorFromHost);
+      },
+    }[last];
+    setOwn(node, last, method);
   }
-  for (const g of groups) freeze(g);
+  for (let g = 0; g < groups.length; g++) freeze(groups[g]);
   return freeze({ ...root });
 }
 
-const RUNAWAY = /^(Array buffer allocation failed|Invalid string length|Invalid array length|Invalid typed array length)/;
-let finished = false;
+/** "a.b.c" → ['a', 'b', 'c'], without String.prototype.split (which code may have replaced). */
+function splitDots(s) {
+  const out = [];
+  let part = '';
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] === '.') {
+      out[out.length] = part;
+      part = '';
+    } else {
+      part += s[i];
+    }
+  }
+  out[out.length] = part;
+  return out;
+}
 
-/** Reports the outcome to the host once; later outcomes (a second failure, say) are ignored. */
+const RUNAWAY = /^(Array buffer allocation failed|Invalid string length|Invalid array length|Invalid typed array length)/;
+const regexpExec = RegExp.prototype.exec;
+let finished = false;
+/** The user's exported function, once the module has loaded in this context; kept for later calls. */
+let moduleFn;
+
+/** Reports the call's outcome to the host once; later outcomes (a second failure, say) are ignored. */
 function report(outcome, value) {
   if (finished) return;
   finished = true;
-  H('done', jsonStringify(outcome), value);
+  outcome.loaded = moduleFn !== undefined;
+  send('done', jsonStringify(outcome), value);
 }
 
 function fail(e) {
@@ -69,11 +102,11 @@ function fail(e) {
     } catch {
       name = undefined;
     }
-    if (name === 'RangeError' && RUNAWAY.test(message)) kind = 'memory';
+    if (name === 'RangeError' && apply(regexpExec, RUNAWAY, [message]) !== null) kind = 'memory';
     if (name && name !== 'Error') message = `${name}: ${message}`;
   }
-  if (message.length > 2000) message = message.slice(0, 2000) + '…';
-  report({ ok: false, status: brand ? brand.status : 422, kind, message, data });
+  if (message.length > 2000) message = apply($slice, message, [0, 2000]) + '…';
+  report({ __proto__: null, ok: false, status: brand ? brand.status : 422, kind, message, data });
 }
 
 function succeed(value) {
@@ -81,23 +114,24 @@ function succeed(value) {
   try {
     json = jsonStringify(value);
   } catch (e) {
-    report({ ok: false, status: 422, kind: 'user_error', message: `The returned value cannot be serialized as JSON: ${describe(e)}` });
+    report({ __proto__: null, ok: false, status: 422, kind: 'user_error', message: `The returned value cannot be serialized as JSON: ${describe(e)}` });
     return;
   }
   if (json !== undefined && json.length > LIMITS.maxIoBytes) {
-    report({ ok: false, status: 422, kind: 'too_large', message: `The returned value is larger than ${LIMITS.maxIoBytes} bytes as JSON.` });
+    report({ __proto__: null, ok: false, status: 422, kind: 'too_large', message: `The returned value is larger than ${LIMITS.maxIoBytes} bytes as JSON.` });
     return;
   }
-  report({ ok: true }, json);
+  report({ __proto__: null, ok: true }, json);
 }
 
 function invalidCode(message) {
-  report({ ok: false, status: 400, kind: 'invalid_code', message });
+  report({ __proto__: null, ok: false, status: 400, kind: 'invalid_code', message });
 }
 
+/** The first call in a context: the user script calls this with the module's wrapper. */
 function start(wrapper) {
   delete G.__coffer_start;
-  if (typeof wrapper !== 'function' || finished || !armed) return;
+  if (typeof wrapper !== 'function' || finished || !armed || moduleFn !== undefined) return;
   const module = { exports: {} };
   try {
     apply(wrapper, module.exports, [module.exports, require, module, '/reactor.js', '/']);
@@ -117,18 +151,24 @@ function start(wrapper) {
     invalidCode('The code must export a function: module.exports = async function (req) { ... }');
     return;
   }
+  moduleFn = fn;
+  invoke();
+}
+
+/** Calls the exported function with this call's `req`, and reports how it settles. */
+function invoke() {
   let req;
   try {
     req = jsonParse(reqJson);
     if (req === null || typeof req !== 'object') req = {};
-    req.bt = makeSdk(sdkMethods);
+    setOwn(req, 'bt', makeSdk(sdkMethods));
   } catch (e) {
     fail(e);
     return;
   }
   let result;
   try {
-    result = fn(req);
+    result = moduleFn(req);
   } catch (e) {
     fail(e);
     return;
@@ -139,23 +179,57 @@ function start(wrapper) {
 defineProperty(G, '__coffer_start', { value: start, configurable: true, writable: false, enumerable: false });
 defineGlobal('global', G);
 
-/** Takes the run's request and limits (once), before the user script starts. */
-function arm(armJson, req) {
-  if (armed) return;
+/**
+ * The start of a call: every piece of per-call state is new (nothing pending, no console line,
+ * no timer, a new random stream, this call's limits and request), then, if the module is
+ * already loaded in this context, its function is called. Otherwise the host runs the user
+ * script next, which loads the module through start().
+ */
+function arm(armJson, req, no, go) {
   const a = jsonParse(armJson);
-  for (const k of keys(LIMITS)) LIMITS[k] = a.limits[k];
+  for (let i = 0; i < LIMIT_NAMES.length; i++) LIMITS[LIMIT_NAMES[i]] = a.limits[LIMIT_NAMES[i]];
   sdkMethods = a.sdk;
   randomSeed = a.seed;
   reqJson = req;
+  callNo = no;
+  finished = false;
+  resetCalls();
+  resetTimers();
+  resetConsole();
+  resetRandom();
   armed = true;
+  if (go === true) {
+    if (moduleFn === undefined) report({ __proto__: null, ok: false, status: 500, kind: 'runtime', message: 'The module is not loaded.' });
+    else invoke();
+  }
 }
 
-/** The host's way in: arm the run, settle a call, fire a timer, or ask whether the run can still progress. */
-function control(command, a, b, c) {
-  if (command === 'arm') arm(a, b);
+/**
+ * Between calls, while the isolate is idle: forget the finished call (its pending calls and
+ * timers, its request), and put the runtime's globals back. 'ok', or 'tainted' when a global
+ * could not be put back, and the host must not use this context again.
+ */
+function reset() {
+  callNo = 0;
+  armed = false;
+  finished = true;
+  reqJson = '{}';
+  sdkMethods = null;
+  randomSeed = null;
+  resetCalls();
+  resetTimers();
+  resetConsole();
+  resetRandom();
+  return reinstallGlobals() ? 'ok' : 'tainted';
+}
+
+/** The host's way in: arm (and run) a call, settle a call, fire a timer, ask whether the run can still progress, or reset between calls. */
+function control(command, a, b, c, d) {
+  if (command === 'arm') arm(a, b, c, d);
   else if (command === 'settle') settleCall(a, b, c);
   else if (command === 'timer') fireTimer(a);
-  else if (command === 'poll') return jsonStringify({ finished, pending: pendingCalls + pendingTimers });
+  else if (command === 'poll') return jsonStringify({ __proto__: null, finished, pending: pendingCalls + pendingTimers });
+  else if (command === 'reset') return reset();
   return undefined;
 }
 

@@ -1,26 +1,43 @@
 // In-isolate runtime, part 1 of the bootstrap (see ../runtime.ts, which wraps these files in
-// one strict function `(H) => control`). It runs in a fresh context, prepared ahead of the
-// run; control('arm', …) then hands over the run's request, limits and random seed, and the
-// user script starts. Everything here is plain JavaScript inside the isolate: no host object is
-// ever reachable from it. H is the host's message port (an ivm Callback in "ignored" mode):
-// arguments are copied out, nothing comes back. The host answers through `control` (main.js).
+// one strict function `(H) => control`). It is installed once per context, in a fresh context
+// prepared ahead of the first run. A context then serves every call of one code version in one
+// tenant (the warm semantics of docs/reactors.md): control('arm', …) hands over each call's
+// request, limits and random seed and resets every per-call piece of state, and
+// control('reset', …) puts the runtime's globals back between calls. Everything here is plain
+// JavaScript inside the isolate: no host object is ever reachable from it. H is the host's
+// message port (an ivm Callback in "ignored" mode): arguments are copied out, nothing comes back;
+// every message carries the number of the call it belongs to, so the host drops anything sent
+// for a call that is over. The host answers through `control` (main.js).
 //
-// User code runs in this same context afterwards and may tamper with any global or
-// prototype, so the paths that run after user code use intrinsics captured here. Tampering
-// can only break the user's own run: the host re-checks everything that crosses the boundary.
+// User code runs in this same context, before and between later calls, and may tamper with any
+// global or prototype. So every path that runs for the runtime (arm, reset, reporting, console
+// capture, timers, host calls, `bt`, the error classes) uses intrinsics captured here, before
+// any user code ran, and never iterates with the (replaceable) iterator protocol or reads
+// inherited properties. Tampering can only break the same code's own calls: the host re-checks
+// everything that crosses the boundary.
 
 const G = globalThis;
 delete G.__coffer_port; // how H came in (see ../runtime.ts)
-/** Set by control('arm', …) just before the run (see limits in ../execute.ts). */
-const LIMITS = { maxIoBytes: 0, maxConsoleLines: 0, maxTimers: 0, maxTimersPerRun: 0, maxPendingCalls: 0, maxCallsPerRun: 0 };
+/** Set by control('arm', …) at the start of every call (see limits in ../execute.ts). */
+const LIMIT_NAMES = ['maxIoBytes', 'maxConsoleLines', 'maxTimers', 'maxTimersPerRun', 'maxPendingCalls', 'maxCallsPerRun'];
+const LIMITS = { __proto__: null, maxIoBytes: 0, maxConsoleLines: 0, maxTimers: 0, maxTimersPerRun: 0, maxPendingCalls: 0, maxCallsPerRun: 0 };
 let armed = false;
+/** The host's number of the current call (0 between calls): every message to the host carries it. */
+let callNo = 0;
 let reqJson = '{}';
 let sdkMethods = null;
-let randomSeed = '';
+let randomSeed = null;
 const apply = Reflect.apply;
-const { create, defineProperty, freeze, getPrototypeOf, hasOwn, keys } = Object;
+const { create, defineProperty, freeze, getOwnPropertyNames, getOwnPropertyDescriptor, getPrototypeOf, hasOwn, keys } = Object;
+const $JSON = JSON;
 const jsonParse = JSON.parse;
 const jsonStringify = JSON.stringify;
+const $isArray = Array.isArray;
+const $isInteger = Number.isInteger;
+const $Number = Number;
+const $max = Math.max;
+const $min = Math.min;
+const $slice = String.prototype.slice;
 const $String = String;
 const $Promise = Promise;
 const $Error = Error;
@@ -45,8 +62,52 @@ function privateMap() {
   };
 }
 
+/** A data property defined, not assigned: no setter or read-only property on a prototype is involved. */
+function setOwn(obj, key, value, enumerable = true) {
+  defineProperty(obj, key, { __proto__: null, value, writable: true, enumerable, configurable: true });
+}
+
+/** Sends a message to the host, marked with the current call (see prelude above). */
+function send(op, a, b, c) {
+  H(callNo, op, a, b, c);
+}
+
+// The globals the runtime installs, put back before every later call (see reinstallGlobals).
+const installedNames = [];
+const installedValues = [];
+
 function defineGlobal(name, value) {
-  defineProperty(G, name, { value, writable: true, configurable: true, enumerable: false });
+  setOwn(G, name, value, false);
+  installedNames[installedNames.length] = name;
+  installedValues[installedValues.length] = value;
+}
+
+// JSON's own properties (parse, stringify, …) as installed, put back with the binding itself.
+const jsonNames = getOwnPropertyNames($JSON);
+const jsonDescriptors = [];
+for (let i = 0; i < jsonNames.length; i++) jsonDescriptors[i] = { __proto__: null, ...getOwnPropertyDescriptor($JSON, jsonNames[i]) };
+
+/**
+ * Between calls: every global the runtime installed gets its binding back (console a new
+ * object), and JSON its binding and methods, whatever the last call did to them. False when
+ * one cannot be put back (code made it non-configurable, or froze globalThis): the host then
+ * drops this context and the next call gets a fresh one.
+ */
+function reinstallGlobals() {
+  try {
+    for (let i = 0; i < installedNames.length; i++) {
+      const name = installedNames[i];
+      setOwn(G, name, name === 'console' ? makeConsole() : installedValues[i], false);
+    }
+    setOwn(G, 'JSON', $JSON, false);
+    for (let i = 0; i < jsonNames.length; i++) defineProperty($JSON, jsonNames[i], jsonDescriptors[i]);
+    for (let i = 0; i < installedNames.length; i++) {
+      if (installedNames[i] !== 'console' && G[installedNames[i]] !== installedValues[i]) return false;
+    }
+    return G.JSON === $JSON && $JSON.parse === jsonParse && $JSON.stringify === jsonStringify;
+  } catch {
+    return false;
+  }
 }
 
 // Nothing reactors need, and each is a way around the isolate's limits: WebAssembly memory is
@@ -68,10 +129,18 @@ function describe(value) {
 
 // ---- calls to the host: fetch, SDK methods, WebCrypto ----------------------------------
 
+// Ids keep growing across calls, so a reply meant for an earlier call can never match a new one.
 let nextCallId = 1;
 let pendingCalls = 0;
 let totalCalls = 0;
-const waiting = create(null);
+let waiting = create(null);
+
+/** A new call: calls of the last one are forgotten (their replies are dropped by the host anyway). */
+function resetCalls() {
+  waiting = create(null);
+  pendingCalls = 0;
+  totalCalls = 0;
+}
 
 /**
  * Sends `payload` (a string) to the host and returns a promise the host settles through
@@ -95,7 +164,7 @@ function hostCall(kind, payload, toError) {
     const id = nextCallId++;
     waiting[id] = { resolve, reject, toError };
     pendingCalls++;
-    H('call', id, kind, payload);
+    send('call', id, kind, payload);
   });
 }
 

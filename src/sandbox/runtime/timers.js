@@ -1,10 +1,17 @@
 // setTimeout / clearTimeout backed by host timers (at most LIMITS.maxTimers pending at once,
-// LIMITS.maxTimersPerRun in all), and queueMicrotask. Timers still pending when the run's function settles never fire.
+// LIMITS.maxTimersPerRun in all), and queueMicrotask. Timers still pending when the run's function settles never fire;
+// a new call starts with none (resetTimers), and ids keep growing across calls, so a timer of an earlier call can never fire in a later one.
 
 let nextTimerId = 1;
 let pendingTimers = 0;
 let totalTimers = 0;
-const timers = create(null);
+let timers = create(null);
+
+function resetTimers() {
+  timers = create(null);
+  pendingTimers = 0;
+  totalTimers = 0;
+}
 
 function checkTimerBudget() {
   if (totalTimers >= LIMITS.maxTimersPerRun) throw new $RangeError(`Too many timers: at most ${LIMITS.maxTimersPerRun} per run.`);
@@ -15,11 +22,11 @@ function addTimer(callback, delay, args, repeat) {
   if (typeof callback !== 'function') throw new $TypeError('The callback must be a function.');
   if (pendingTimers >= LIMITS.maxTimers) throw new $RangeError(`Too many pending timers: at most ${LIMITS.maxTimers}.`);
   checkTimerBudget();
-  const ms = Math.max(0, Math.min(Number(delay) || 0, 2147483647));
+  const ms = $max(0, $min($Number(delay) || 0, 2147483647));
   const id = nextTimerId++;
-  timers[id] = { callback, args, ms: repeat ? Math.max(1, ms) : -1 };
+  timers[id] = { __proto__: null, callback, args, ms: repeat ? $max(1, ms) : -1 };
   pendingTimers++;
-  H('timer', id, ms);
+  send('timer', id, ms);
   return id;
 }
 
@@ -39,7 +46,7 @@ function clearTimeout(id) {
   if (typeof id !== 'number' || timers[id] === undefined) return;
   delete timers[id];
   pendingTimers--;
-  H('clear', id);
+  send('clear', id);
 }
 
 function fireTimer(id) {
@@ -49,7 +56,7 @@ function fireTimer(id) {
     // An interval: arm it again first, so the callback may clear it.
     try {
       checkTimerBudget();
-      H('timer', id, t.ms);
+      send('timer', id, t.ms);
     } catch (e) {
       delete timers[id];
       pendingTimers--;
