@@ -316,7 +316,8 @@ export function createProxyService(deps: {
     const app = await applicationOf(entry);
     const result = await sandbox.run({
       tenantId: entry.row.tenant_id,
-      cacheKey: `${entry.row.tenant_id}:proxy:${entry.row.id}:${which}`,
+      // Any change to the proxy starts its transforms afresh: module state is per version.
+      cacheKey: `${entry.row.tenant_id}:proxy:${entry.row.id}:${(entry.row.modified_at ?? entry.row.created_at).getTime()}:${which}`,
       code,
       req: { args, configuration: entry.configuration },
       sdk: app ? sdkFor(app) : undefined,
