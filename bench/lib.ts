@@ -162,8 +162,19 @@ export type Row = {
   misses: string[];
 };
 
-export function table(rows: Row[]): string {
+/** A table row that is not a throughput run (memory.peak_rss): one figure with its unit, shown in the ratio column. */
+export type ValueRow = {
+  scenario: string;
+  /** The figure with its unit, e.g. "312 MB". */
+  value: string;
+  /** The target in words, e.g. "<= 400 MB". */
+  target: string;
+  misses: string[];
+};
+
+export function table(rows: Row[], values: ValueRow[] = []): string {
   const header = ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'baseline', 'req/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'p99 target', 'result'];
+  const valueLines = values.map((v) => [v.scenario, '-', '-', '-', '-', '-', '-', '-', v.value, v.target, '-', v.misses.length === 0 ? 'PASS' : 'FAIL']);
   const lines = rows.map((r) => [
     r.scenario,
     Math.round(r.rps).toLocaleString('en-US'),
@@ -179,6 +190,7 @@ export function table(rows: Row[]): string {
     // Both the ratio and (when set) the p99 target must be met.
     r.misses.length === 0 ? 'PASS' : 'FAIL',
   ]);
+  lines.push(...valueLines);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   // Text columns left-aligned, numbers right-aligned.
   const left = new Set([0, 4, 11]);

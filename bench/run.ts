@@ -10,8 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, insertRow, opsLoad, preloadRows, selectRandomRow } from './db.ts';
-import { BenchError, freePort, load, probe, startServer, table, waitReady, type Req, type Result, type Row, type Server } from './lib.ts';
+import { BenchError, freePort, load, probe, startServer, table, waitReady, type Req, type Result, type Row, type Server, type ValueRow } from './lib.ts';
 import { pairedLatency, type Latencies } from './overhead.ts';
+import { RssSampler, type ServerPeak } from './rss.ts';
+import { cpuSecondsOf, waitWorkersServing } from './workers.ts';
 import { Client } from 'undici';
 
 /** What prepare/requests get: the running Coffer, its management key, and a way to set data up through the API. */
@@ -257,13 +259,75 @@ async function measureOverhead(ctx: Context, url: string, duration: number): Pro
   };
 }
 
+/**
+ * The scaling row: `of`'s request against `coffer serve --workers N` on the same database
+ * (the single-process Coffer is stopped first and the cluster started on its DATA_DIR),
+ * compared with `of`'s single-process figure from earlier in the same run. Runs last, with
+ * the whole bench or when named (which also runs `of`). Why the target is 0.9 (no loss, not a
+ * speed-up, on 2 cores already saturated by Coffer, PostgreSQL and autocannon): docs/benchmarks.md.
+ */
+const SCALING = { name: 'tokens.create.2workers', of: 'tokens.create', workers: 2, target: 0.9 };
+/** A worker with less than this share of the workers' CPU time during the run means the port was not shared: an error. */
+const MIN_WORKER_SHARE = 0.25;
+
+/** Not a throughput row: the service's peak resident memory over the whole run (bench/rss.ts). Always measured. */
+const MEMORY = { name: 'memory.peak_rss', target_mb: 400, interval_ms: 200 };
+const MB = 1024 * 1024;
+
+/** The results.json row of MEMORY (docs/benchmarks.md). */
+type MemoryRow = {
+  scenario: string;
+  peak_rss_mb: number;
+  target_mb: number;
+  server: string;
+  samples: number;
+  interval_ms: number;
+  by_server: {
+    server: string;
+    peak_rss_mb: number;
+    sampled_peak_mb: number;
+    during: string;
+    process_rss_mb: number[];
+    process_anon_mb: number[];
+    process_hwm_mb: number;
+    samples: number;
+  }[];
+};
+
+function memoryRow(peaks: ServerPeak[]): MemoryRow {
+  const mb = (bytes: number) => Math.round((bytes / MB) * 10) / 10;
+  const by_server = peaks.map((p) => ({
+    server: p.server,
+    // Both are lower bounds of the true peak (one a real total at one instant, the other one process's part of one), so the higher is the better.
+    peak_rss_mb: mb(Math.max(p.sampledBytes, p.processHwmBytes)),
+    sampled_peak_mb: mb(p.sampledBytes),
+    during: p.during,
+    process_rss_mb: p.processes.map((x) => mb(x.rss)),
+    process_anon_mb: p.processes.map((x) => mb(x.anon)),
+    process_hwm_mb: mb(p.processHwmBytes),
+    samples: p.samples,
+  }));
+  const top = by_server.reduce((a, b) => (b.peak_rss_mb > a.peak_rss_mb ? b : a), by_server[0]);
+  if (!top) throw new BenchError(`${MEMORY.name}: no sample of Coffer's memory was taken`);
+  return {
+    scenario: MEMORY.name,
+    peak_rss_mb: top.peak_rss_mb,
+    target_mb: MEMORY.target_mb,
+    server: top.server,
+    samples: by_server.reduce((n, b) => n + b.samples, 0),
+    interval_ms: MEMORY.interval_ms,
+    by_server,
+  };
+}
+
 const WARMUP_SECONDS = 2;
 const root = path.resolve(import.meta.dirname, '..');
 const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
-  // Capped so ~10 scenarios plus their baselines stay well under 20 minutes (each run is a 2 s warm-up plus this).
+  // Capped so the 15 runs (9 scenarios, 5 baselines, the overhead pair) plus start-ups stay under 20 minutes
+  // (each run is a 2 s warm-up plus this: about 17 minutes at 60 s).
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 60) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 60 (got "${raw}")`);
   return Number(raw);
 }
@@ -329,9 +393,12 @@ async function main(): Promise<number> {
   const started = Date.now();
   const duration = durationSeconds();
   const only = process.argv.slice(2);
-  const unknown = only.filter((n) => !scenarios.some((s) => s.name === n) && n !== OVERHEAD.name && n !== PROXY_ADDED.name);
-  if (unknown.length) throw new BenchError(`unknown scenario(s) ${unknown.join(', ')}; known: ${[...scenarios.map((s) => s.name), OVERHEAD.name, PROXY_ADDED.name].join(', ')}`);
-  const selected = only.length ? scenarios.filter((s) => only.includes(s.name)) : scenarios;
+  const named = [OVERHEAD.name, PROXY_ADDED.name, SCALING.name];
+  const unknown = only.filter((n) => !scenarios.some((s) => s.name === n) && !named.includes(n));
+  if (unknown.length) throw new BenchError(`unknown scenario(s) ${unknown.join(', ')}; known: ${[...scenarios.map((s) => s.name), ...named].join(', ')}`);
+  const withScaling = !only.length || only.includes(SCALING.name);
+  // The scaling row's baseline is its scenario's single-process figure, so naming the row runs that scenario too.
+  const selected = only.length ? scenarios.filter((s) => only.includes(s.name) || (withScaling && s.name === SCALING.of)) : scenarios;
   const withOverhead = !only.length || only.includes(OVERHEAD.name);
   const withProxyAdded = !only.length || only.includes(PROXY_ADDED.name);
   for (const s of selected) if (!baselines[s.baseline]) throw new BenchError(`scenario ${s.name}: no baseline named ${s.baseline}`);
@@ -341,13 +408,18 @@ async function main(): Promise<number> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-bench-'));
   const servers: Server[] = [];
   let benchTable = false;
+  // The Coffer child running now: the single process, then (for the scaling row) the cluster's primary.
+  let coffer: Server | undefined;
+  // From the first Coffer start to the end of the last measurement: the memory row.
+  const sampler = new RssSampler(() => (coffer && !coffer.exited() ? { pid: coffer.pid, name: coffer.name } : undefined), MEMORY.interval_ms);
   cleanup = async () => {
     cleanup = async () => {};
+    sampler.stop();
     // The raw-SQL baselines' table goes before PostgreSQL does.
     if (benchTable) await withPool(dataDir, 1, dropBenchTable).catch((err) => process.stderr.write(`could not drop ${BENCH_TABLE}: ${(err as Error).message}\n`));
     for (const s of servers) {
       // A killed Coffer leaves its embedded PostgreSQL running; stop it before deleting its files.
-      if (!(await s.stop()) && s.name === 'coffer') stopOrphanPostgres(dataDir);
+      if (!(await s.stop()) && s.name.startsWith('coffer')) stopOrphanPostgres(dataDir);
     }
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
@@ -359,7 +431,9 @@ async function main(): Promise<number> {
     // DATABASE_URL='' so a URL in the caller's environment cannot point the bench at a real database.
     // BENCH_COFFER_NODE_OPTIONS becomes Coffer's NODE_OPTIONS alone (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
     const cofferNodeOptions: Record<string, string> = process.env.BENCH_COFFER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_COFFER_NODE_OPTIONS } : {};
-    const coffer = startServer('coffer', path.join(root, 'src/cli.ts'), ['serve'], { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...cofferNodeOptions }, await freePort());
+    const cofferEnv = { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...cofferNodeOptions };
+    const cli = path.join(root, 'src/cli.ts');
+    coffer = startServer('coffer', cli, ['serve'], cofferEnv, await freePort());
     servers.push(coffer);
     const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { LOG_LEVEL: logLevel }, await freePort());
     servers.push(baseline);
@@ -372,7 +446,7 @@ async function main(): Promise<number> {
       key,
       destination: baseline.url,
       async call(method, p, json, as = key) {
-        const res = await fetch(coffer.url + p, {
+        const res = await fetch(coffer!.url + p, {
           method,
           headers: { 'svc-api-key': as, ...(json === undefined ? {} : { 'content-type': 'application/json' }) },
           body: json === undefined ? undefined : JSON.stringify(json),
@@ -383,7 +457,9 @@ async function main(): Promise<number> {
       },
     };
 
-    const measure = async (label: string, t: Target | { db: DbTarget }, connections: number): Promise<Result> => {
+    /** `onRun` is called right before the measured run (after the probe and the warm-up). */
+    const measure = async (label: string, t: Target | { db: DbTarget }, connections: number, onRun?: () => void): Promise<Result> => {
+      sampler.phase = label;
       if ('db' in t) {
         benchTable = true;
         return withPool(dataDir, connections, async (pool) => {
@@ -392,14 +468,16 @@ async function main(): Promise<number> {
           const op = () => t.db.op(pool, prepared);
           process.stdout.write(`${label}: warm-up ${WARMUP_SECONDS} s, then ${duration} s with ${connections} workers on ${connections} connections\n`);
           await opsLoad(`${label} (warm-up)`, op, connections, WARMUP_SECONDS);
+          onRun?.();
           return opsLoad(label, op, connections, duration);
         });
       }
-      const server = t.server === 'baseline' ? baseline : coffer;
+      const server = t.server === 'baseline' ? baseline : coffer!;
       const reqs = [t.requests(ctx, t.prepare ? await t.prepare(ctx) : {})].flat();
       await probe(label, server.url, reqs);
       process.stdout.write(`${label}: warm-up ${WARMUP_SECONDS} s, then ${duration} s at ${connections} connections\n`);
       await load(`${label} (warm-up)`, server.url, reqs, connections, WARMUP_SECONDS);
+      onRun?.();
       return load(label, server.url, reqs, connections, duration);
     };
 
@@ -432,23 +510,95 @@ async function main(): Promise<number> {
       });
     }
 
-    // Last: one connection, with no other load of the bench's on Coffer.
+    // Then: one connection, with no other load of the bench's on Coffer.
+    sampler.phase = OVERHEAD.name;
     const overhead = withOverhead ? await measureOverhead(ctx, coffer.url, duration) : undefined;
     const overheadMisses = overhead && overhead.overhead_ms > overhead.target_ms ? [`${overhead.overhead_ms} ms > ${overhead.target_ms} ms`] : [];
+    sampler.phase = PROXY_ADDED.name;
     const added = withProxyAdded ? await measureProxyAdded(ctx, coffer.url, duration) : undefined;
     const addedMisses = added && added.overhead_ms > added.target_ms ? [`${added.overhead_ms} ms > ${added.target_ms} ms`] : [];
 
-    if (rows.length) process.stdout.write(`\n${table(rows)}\n`);
+    // Last: the same Coffer as a cluster on the same database. Only the single process is restarted; the baseline child stays.
+    let scalingDetail = '';
+    const extras = new Map<string, Record<string, unknown>>();
+    if (withScaling) {
+      const single = rows.find((r) => r.scenario === SCALING.of)!;
+      const scenario = scenarios.find((s) => s.name === SCALING.of)!;
+      // bench_raw has served its baselines; drop it while its PostgreSQL runs.
+      if (benchTable) {
+        await withPool(dataDir, 1, dropBenchTable);
+        benchTable = false;
+      }
+      process.stdout.write(`${SCALING.name}: stopping Coffer (SIGTERM), starting serve --workers ${SCALING.workers} on the same DATA_DIR\n`);
+      const single1 = coffer;
+      const stoppedCleanly = await single1.stop();
+      servers.splice(servers.indexOf(single1), 1);
+      sampler.phase = `start-up with --workers ${SCALING.workers}`;
+      // Killed after 20 s: its PostgreSQL is still running, and the cluster's primary adopts it (src/db/embedded.ts).
+      if (!stoppedCleanly) process.stderr.write(`warning: Coffer did not stop within 20 s of SIGTERM and was killed\n`);
+      coffer = startServer(`coffer --workers ${SCALING.workers}`, cli, ['serve', '--workers', String(SCALING.workers)], cofferEnv, await freePort());
+      servers.push(coffer);
+      // The tenant exists, so no key is printed: the management key and the application's key from before still hold.
+      await waitReady(coffer, '/health/ready', 120_000);
+      const workers = await waitWorkersServing(coffer, SCALING.workers, 120_000);
+      const cpuBefore = new Map<number, number>();
+      const result = await measure(SCALING.name, scenario, scenario.connections, () => {
+        for (const pid of workers) cpuBefore.set(pid, cpuSecondsOf(pid) ?? NaN);
+      });
+      const cpu = workers.map((pid) => (cpuSecondsOf(pid) ?? NaN) - cpuBefore.get(pid)!);
+      const totalCpu = cpu.reduce((a, b) => a + b, 0);
+      const shares = cpu.map((c) => Math.round((c / totalCpu) * 1000) / 1000);
+      // A worker that joined late (or died) leaves every connection to the other: that is not a 2-worker figure.
+      if (!shares.every((x) => x >= MIN_WORKER_SHARE)) {
+        throw new BenchError(`${SCALING.name}: the workers' shares of CPU time during the run were ${shares.join(', ')} (pids ${workers.join(', ')}); each needs ${MIN_WORKER_SHARE}`);
+      }
+      const ratio = result.requests.average / single.rps;
+      rows.push({
+        scenario: SCALING.name,
+        rps: result.requests.average,
+        p50_ms: result.latency.p50,
+        p99_ms: result.latency.p99,
+        baseline: SCALING.of,
+        baseline_rps: single.rps,
+        baseline_p50_ms: single.p50_ms,
+        baseline_p99_ms: single.p99_ms,
+        ratio,
+        target_ratio: SCALING.target,
+        misses: ratio < SCALING.target ? [`ratio ${ratio.toFixed(2)} < ${SCALING.target.toFixed(2)}`] : [],
+      });
+      extras.set(SCALING.name, { workers: SCALING.workers, worker_cpu_share: shares, worker_cpu_s: cpu.map((c) => Math.round(c * 100) / 100) });
+      scalingDetail =
+        `${SCALING.name}: serve --workers ${SCALING.workers}, ${scenario.connections} connections; CPU time of the workers during the run` +
+        ` ${cpu.map((c) => `${c.toFixed(1)} s`).join(' + ')} (shares ${shares.join(' / ')}); baseline = ${SCALING.of} above (1 process)\n`;
+    }
+
+    const memory = memoryRow(sampler.stop());
+    const memoryMisses = memory.peak_rss_mb > memory.target_mb ? [`${memory.peak_rss_mb} MB > ${memory.target_mb} MB`] : [];
+    const valueRows: ValueRow[] = [{ scenario: memory.scenario, value: `${memory.peak_rss_mb.toFixed(0)} MB`, target: `<= ${memory.target_mb} MB`, misses: memoryMisses }];
+
+    process.stdout.write(`\n${table(rows, valueRows)}\n\n`);
+    process.stdout.write(scalingDetail);
+    process.stdout.write(
+      `${memory.scenario}: ${memory.peak_rss_mb} MB (target <= ${memory.target_mb} MB) ${memoryMisses.length ? 'FAIL' : 'PASS'}, of ${memory.server};` +
+        ` VmRSS summed over the service's processes (embedded PostgreSQL not counted), sampled every ${memory.interval_ms} ms\n`,
+    );
+    for (const b of memory.by_server) {
+      const parts = b.process_rss_mb.map((rss, i) => `${rss} (anon ${b.process_anon_mb[i]})`).join(' + ');
+      process.stdout.write(
+        `  ${b.server}: peak ${b.peak_rss_mb} MB; sampled ${b.sampled_peak_mb} MB = ${parts} MB during ${b.during};` +
+          ` largest VmHWM of one process ${b.process_hwm_mb} MB; ${b.samples} samples\n`,
+      );
+    }
     if (overhead) {
       process.stdout.write(
-        `\n${overhead.scenario}: ${overhead.overhead_ms.toFixed(3)} ms (target <= ${overhead.target_ms} ms) ${overheadMisses.length ? 'FAIL' : 'PASS'}` +
+        `${overhead.scenario}: ${overhead.overhead_ms.toFixed(3)} ms (target <= ${overhead.target_ms} ms) ${overheadMisses.length ? 'FAIL' : 'PASS'}` +
           ` = react.trivial p50 ${overhead.p50_ms} ms - auth p50 ${overhead.baseline_p50_ms} ms, 1 connection, ${overhead.samples} pairs` +
           ` (p99 ${overhead.p99_ms} and ${overhead.baseline_p99_ms} ms)\n`,
       );
     }
     if (added) {
       process.stdout.write(
-        `${overhead ? '' : '\n'}${added.scenario}: ${added.overhead_ms.toFixed(3)} ms (target <= ${added.target_ms} ms) ${addedMisses.length ? 'FAIL' : 'PASS'}` +
+        `${added.scenario}: ${added.overhead_ms.toFixed(3)} ms (target <= ${added.target_ms} ms) ${addedMisses.length ? 'FAIL' : 'PASS'}` +
           ` = proxy.passthrough p50 ${added.p50_ms} ms - echo.direct p50 ${added.baseline_p50_ms} ms, 1 connection each, ${added.samples} pairs` +
           ` (p99 ${added.p99_ms} and ${added.baseline_p99_ms} ms)\n`,
       );
@@ -464,11 +614,13 @@ async function main(): Promise<number> {
       ratio: Number(r.ratio.toFixed(3)),
       target_ratio: r.target_ratio,
       ...(r.p99_target_ms !== undefined ? { p99_target_ms: r.p99_target_ms } : {}),
+      ...extras.get(r.scenario),
     }));
     const latencyRows = [overhead, added].filter((r) => r !== undefined);
-    fs.writeFileSync(resultsPath, `${JSON.stringify([...results, ...latencyRows], null, 2)}\n`);
+    fs.writeFileSync(resultsPath, `${JSON.stringify([...results, ...latencyRows, memory], null, 2)}\n`);
     const checked = [
       ...rows,
+      { scenario: memory.scenario, misses: memoryMisses },
       ...(overhead ? [{ scenario: overhead.scenario, misses: overheadMisses }] : []),
       ...(added ? [{ scenario: added.scenario, misses: addedMisses }] : []),
     ];

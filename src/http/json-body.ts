@@ -10,10 +10,11 @@ import { ApiError, FieldErrorList } from './errors.ts';
 export const MAX_BODY_DEPTH = 128;
 
 const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
+const SURROGATE_MESSAGE = 'must be valid Unicode: it holds an unpaired surrogate';
 
 /**
  * JSON request bodies: `__proto__` and `constructor.prototype` refused, depth bounded, and no
- * U+0000 in any string or key (see refuseNul). Every failure is a 400 naming the field.
+ * text PostgreSQL cannot store (see refuseUnstorable). Every failure is a 400 naming the field.
  */
 export function parseJsonBody(text: string): unknown {
   let value: unknown;
@@ -23,13 +24,13 @@ export function parseJsonBody(text: string): unknown {
     throw ApiError.field('body', 'The body is not valid JSON.');
   }
   assertDepth(value);
-  // JSON carries U+0000 only escaped: without the escape in the text, no string holds one.
-  if (text.includes('\\u0000')) refuseNul(value, 'body');
+  // JSON carries U+0000 and lone surrogates only escaped: without such an escape in the text, no string holds one.
+  if (/\\u(?:0000|d[89a-f])/i.test(text)) refuseUnstorable(value, 'body');
   return value;
 }
 
-/** Iterative, so that checking a deep value cannot overflow the stack itself. */
-function assertDepth(value: unknown): void {
+/** Iterative, so that checking a deep value cannot overflow the stack itself. Also for bodies parsed elsewhere (proxies). */
+export function assertDepth(value: unknown): void {
   if (value === null || typeof value !== 'object') return;
   const stack: [object, number][] = [[value, 0]];
   while (stack.length > 0) {
@@ -42,22 +43,26 @@ function assertDepth(value: unknown): void {
 }
 
 /**
- * PostgreSQL text and jsonb cannot hold U+0000: a value carrying one would fail the query
- * wherever it lands (500). Input from callers (bodies, query strings, path parameters) and
- * from user code (reactor and transform results) is refused with the fields that hold it.
+ * PostgreSQL text and jsonb cannot hold U+0000, and jsonb refuses unpaired surrogates (\ud800):
+ * a value carrying either would fail the query wherever it lands (500). Input from callers
+ * (bodies, query strings, path parameters) and from user code (reactor results, SDK calls) is
+ * refused with the fields that hold it.
  */
-export function refuseNul(value: unknown, at: string): void {
+export function refuseUnstorable(value: unknown, at: string): void {
   const errors = new FieldErrorList();
+  const checkText = (s: string, path: string) => {
+    if (s.includes('\u0000')) errors.add(path, NUL_MESSAGE);
+    if (!s.isWellFormed()) errors.add(path, SURROGATE_MESSAGE);
+  };
   const stack: [unknown, string][] = [[value, at]];
   while (stack.length > 0 && !errors.full) {
     const [node, path] = stack.pop()!;
-    if (typeof node === 'string') {
-      if (node.includes('\u0000')) errors.add(path, NUL_MESSAGE);
-    } else if (Array.isArray(node)) {
+    if (typeof node === 'string') checkText(node, path);
+    else if (Array.isArray(node)) {
       for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], `${path}[${i}]`]);
     } else if (node !== null && typeof node === 'object') {
       for (const [k, v] of Object.entries(node)) {
-        if (k.includes('\u0000')) errors.add(`${path}.${k}`, NUL_MESSAGE);
+        checkText(k, `${path}.${k}`);
         stack.push([v, `${path}.${k}`]);
       }
     }

@@ -7,7 +7,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Logger } from '../logger.ts';
 import { ApiError, errorHandler, sendProblem } from './errors.ts';
-import { parseJsonBody, refuseNul } from './json-body.ts';
+import { parseJsonBody, refuseUnstorable } from './json-body.ts';
 
 export type App = FastifyInstance;
 
@@ -58,11 +58,11 @@ export function createServer(log: Logger, opts: { bodyLimit?: number } = {}): Fa
     }
   });
 
-  // PostgreSQL text cannot hold U+0000: a query string or path parameter carrying one is refused with
-  // its field path, not left to fail in a query (500). JSON bodies get the same check in parseJsonBody.
+  // Text PostgreSQL cannot store (U+0000, unpaired surrogates) in a query string or path parameter is
+  // refused with its field path, not left to fail in a query (500). JSON bodies: see parseJsonBody.
   app.addHook('onRoute', (route) => {
     if (!route.schema?.querystring && !route.schema?.params) return;
-    route.preValidation = [...[route.preValidation ?? []].flat(), refuseNulInUrl];
+    route.preValidation = [...[route.preValidation ?? []].flat(), refuseUnstorableInUrl];
   });
 
   // An empty JSON body means "no body" (POST /sessions takes none); routes that need one say so in their schema.
@@ -84,10 +84,10 @@ export function createServer(log: Logger, opts: { bodyLimit?: number } = {}): Fa
   return app as unknown as FastifyInstance;
 }
 
-function refuseNulInUrl(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
+function refuseUnstorableInUrl(request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void {
   try {
-    refuseNul(request.query, 'query');
-    refuseNul(request.params, 'params');
+    refuseUnstorable(request.query, 'query');
+    refuseUnstorable(request.params, 'params');
   } catch (err) {
     return done(err as Error);
   }

@@ -2,7 +2,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from 'typebox';
 import { ApiError, FieldErrorList, fieldPath, validationMessage, type AjvError } from './errors.ts';
-import { refuseNul } from './json-body.ts';
+import { refuseUnstorable } from './json-body.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 const ajv = addFormats(new Ajv({ allErrors: true, useDefaults: true, removeAdditional: false, strict: false, coerceTypes: false }));
@@ -17,7 +17,7 @@ export function compileValidator<T>(schema: TSchema): (value: unknown, at: strin
   return (value, at) => {
     if (check(value)) {
       // What reaches here may come from user code (reactor results, SDK calls), not a parsed body.
-      refuseNul(value, at);
+      refuseUnstorable(value, at);
       return value as T;
     }
     const errors = new FieldErrorList();

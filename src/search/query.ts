@@ -21,7 +21,8 @@ function lex(src: string): Lexeme[] {
   let i = 0;
   while (i < src.length) {
     const c = src[i];
-    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') {
+    // Whitespace as the word loop below sees it (\s, U+00A0 and U+2028 too): skipping less would loop forever.
+    if (/\s/.test(c)) {
       i++;
     } else if (c === '(' || c === ')') {
       out.push({ t: c, v: c, at: i++ });

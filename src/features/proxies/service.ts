@@ -9,6 +9,7 @@ import { hasPermission, type Principal } from '../../access/principal.ts';
 import { isTemplate } from '../../expressions/index.ts';
 import type { Authenticator } from '../../http/auth.ts';
 import { ApiError, FieldErrorList, toApiError } from '../../http/errors.ts';
+import { assertDepth } from '../../http/json-body.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
@@ -640,11 +641,15 @@ function mayHoldExpressions(body: Buffer, kind: BodyKind): boolean {
 }
 
 function parseJson(body: Buffer): unknown {
+  let value: unknown;
   try {
-    return secureJson.parse(body.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' });
+    value = secureJson.parse(body.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch {
     throw ApiError.field('body', 'is not valid JSON (its Content-Type says it is)');
   }
+  // The detokenize walk and the transform's arguments must not meet a body deeper than any other route accepts.
+  assertDepth(value);
+  return value;
 }
 
 const decoder = new TextDecoder('utf-8', { fatal: true });
@@ -677,11 +682,15 @@ function transformBody(kind: BodyKind, body: Buffer | undefined, parsed?: unknow
   if (!body || body.length === 0) return null;
   const text = body.toString('utf8');
   if (kind !== 'json') return text;
+  let value: unknown;
   try {
-    return secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+    value = secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
   } catch {
     return text;
   }
+  // Handed to the sandbox as JSON: a body nested deeper than JSON bodies may be is the caller's error, not a 500.
+  assertDepth(value);
+  return value;
 }
 
 /** How an expression's value is written into text or a form field (objects as JSON, null as nothing). */
