@@ -66,6 +66,13 @@ export function createLogService(deps: { db: Database }) {
      * Records a use of a secret and resolves once the event is durable, so data is never
      * returned unaudited. Inside a transaction it joins it; otherwise it is batched.
      */
+    /** Several uses at once: one statement inside a transaction, one batch entry each outside. */
+    async useMany(actor: Actor, entries: AuditEntry[]): Promise<void> {
+      if (entries.length === 0) return;
+      if (db.inTransaction()) return insertEventsBatch(db, entries.map((e) => toRow(actor, e)));
+      await Promise.all(entries.map((e) => this.use(actor, e)));
+    },
+
     use(actor: Actor, entry: AuditEntry): Promise<void> {
       if (db.inTransaction()) return this.record(actor, entry);
       return new Promise((resolve, reject) => {

@@ -186,7 +186,7 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
 
   async function logReveals(principal: Principal, views: TokenView[], operation: string): Promise<void> {
     const revealed = views.filter((v) => v.transform === 'reveal');
-    await Promise.all(revealed.map((v) => logs.use(principal, { entityType: 'token', entityId: v.row.id, operation, message: `Token data revealed (${operation})` })));
+    await logs.useMany(principal, revealed.map((v) => ({ entityType: 'token', entityId: v.row.id, operation, message: `Token data revealed (${operation})` })));
   }
 
   /**
@@ -338,7 +338,7 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
       const out = new Map<string, TokenView>();
       for (const row of rows) out.set(row.id, await view(row, permitted(principal, permission, row)));
       const operation = permission === 'token:use' ? 'use' : 'detokenize';
-      await Promise.all([...out.values()].map((v) => logs.use(principal, { entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` })));
+      await logs.useMany(principal, [...out.values()].map((v) => ({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` })));
       return out;
     },
 
