@@ -14,8 +14,7 @@ import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
 import type { EventService } from '../events/service.ts';
 import type { LogService } from '../logs/service.ts';
-import { CreateTokenBody, TokenId, UpdateTokenBody } from '../tokens/schema.ts';
-import { presentToken, type TokenInput, type TokenPatch, type TokenService } from '../tokens/service.ts';
+import { createTokenSdk, presentToken, type TokenService } from '../tokens/service.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { ReactorBody } from './schema.ts';
 import {
@@ -146,7 +145,7 @@ export function createReactorService(deps: {
    */
   async function execute(reactor: Reactor, caller: Principal, args: unknown, timeoutMs: number): Promise<Outcome> {
     const app = await appPrincipal(reactor);
-    const sdk: SdkHost | undefined = app ? createSdkHost({ principal: app, tokens, detokenize }) : undefined;
+    const sdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body')) : undefined;
     const result = await gate.run(() => sandbox.run({
       tenantId: reactor.tenant_id,
       cacheKey: `${reactor.tenant_id}:${reactor.id}:${reactor.version}`,
@@ -462,34 +461,6 @@ function flatten(headers: Record<string, string | string[]>): Record<string, str
 }
 
 const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
-const validCreate = compileValidator<TokenInput>(CreateTokenBody);
-const validPatch = compileValidator<TokenPatch>(UpdateTokenBody);
-const validId = compileValidator<string>(TokenId);
-
-/**
- * `bt` inside the sandbox: each method runs in-process with the reactor application's
- * permissions, on arguments copied out of the isolate and validated like API bodies.
- */
-function createSdkHost(deps: { principal: Principal; tokens: TokenService; detokenize: DetokenizeService }): SdkHost {
-  const { principal, tokens, detokenize } = deps;
-  return {
-    'tokens.create': async (input) => presentToken(await tokens.create(principal, validCreate(input, 'token'))),
-    'tokens.retrieve': async (id) => presentToken(await tokens.get(principal, validId(id, 'id'))),
-    'tokens.update': async (id, patch) => presentToken(await tokens.update(principal, validId(id, 'id'), validPatch(patch, 'patch'))),
-    'tokens.delete': async (id) => {
-      await tokens.remove(principal, validId(id, 'id'));
-      return null;
-    },
-    'tokens.list': async (query) => {
-      const q = (query ?? {}) as { size?: unknown; start?: unknown };
-      const size = typeof q.size === 'number' && Number.isInteger(q.size) && q.size >= 1 && q.size <= 100 ? q.size : 20;
-      const page = await tokens.listV2(principal, { id: [], type: [], size, ...(typeof q.start === 'string' ? { start: q.start } : {}) });
-      return { pagination: page.pagination, data: page.data.map(presentToken) };
-    },
-    tokenize: async (body) => tokens.tokenize(principal, body, presentToken),
-    detokenize: async (body) => detokenize.detokenize(principal, body, 'token:read', 'body'),
-  };
-}
 
 /** A counting semaphore with a bounded queue: past it, callers get 429 rather than waiting forever. */
 class Gate {

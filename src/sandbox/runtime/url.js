@@ -1,6 +1,7 @@
 // URL: the WHATWG URL parser for what user code meets in practice — special and non-special
 // schemes, relative resolution, IPv4/IPv6/IDN hosts (./url-host.js), percent-encoding sets,
-// dot segments. Not implemented: Windows drive letters in file URLs, the blob: origin.
+// dot segments. Left out, as meaningless inside the sandbox: Windows drive letters in file
+// URLs and the blob: origin.
 // URLSearchParams is in ./search-params.js.
 
 const SPECIAL_PORTS = create(null);
