@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { scanLogs } from './helpers/log-scan.ts';
 
 const root = path.resolve(import.meta.dirname, '..');
 // Both 0700 from mkdtemp: the embedded server must cope with a DATA_DIR its OS user cannot enter yet.
@@ -28,38 +29,9 @@ const result = spawnSync(process.execPath, ['--test', '--test-concurrency=2', '-
   env: { ...process.env, DATABASE_URL: '', COFFER_TEST_ADMIN_URL: adminUrl, COFFER_TEST_LOG_DIR: logDir },
 });
 
-const leaks = scanLogs(logDir);
+// A run that started servers must have logged and remembered something.
+const leaks = scanLogs(logDir, result.status === 0 && fs.readdirSync(logDir).some((f) => f.endsWith('.log')));
 await embedded?.release();
 fs.rmSync(dataDir, { recursive: true, force: true });
 fs.rmSync(logDir, { recursive: true, force: true });
 process.exit(result.status === 0 && leaks === 0 ? 0 : 1);
-
-/** Every secret a test saw (API keys, session keys, nonces, token data) must be absent from every log line. */
-function scanLogs(dir: string): number {
-  const files = fs.readdirSync(dir);
-  const secrets = new Set(
-    files.filter((f) => f.startsWith('secrets-')).flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean)),
-  );
-  const logs = files.filter((f) => f.endsWith('.log'));
-  let lines = 0;
-  let leaks = 0;
-  for (const f of logs) {
-    for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) {
-      if (!line) continue;
-      lines++;
-      for (const s of secrets) {
-        if (line.includes(s)) {
-          leaks++;
-          process.stderr.write(`secret found in log ${f}: ${line.slice(0, 200)}\n`);
-        }
-      }
-    }
-  }
-  process.stdout.write(`log scan: ${lines} lines from ${logs.length} servers checked for ${secrets.size} secrets, ${leaks} leaks\n`);
-  // A run that started servers must have logged and remembered something, or the scan proves nothing.
-  if (result.status === 0 && logs.length > 0 && (lines === 0 || secrets.size === 0)) {
-    process.stderr.write('log scan saw no log lines or no secrets: the scan itself is broken\n');
-    return 1;
-  }
-  return leaks;
-}

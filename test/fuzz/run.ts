@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { startEmbeddedPostgres } from '../../src/db/embedded.ts';
+import { scanLogs } from '../helpers/log-scan.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-fuzz-data-'));
@@ -47,7 +48,8 @@ if (!summary) {
   process.stderr.write(`the fuzz driver ended without a summary (${why}): the server under test crashed or hung\n`);
   if (inflight) process.stderr.write(`the request in flight: ${inflight.request}\n`);
 }
-const leaks = scanLogs(logDir);
+// The fuzz run always starts a server, so an empty scan means the scan is broken.
+const leaks = scanLogs(logDir, true);
 
 await embedded?.release();
 fs.rmSync(dataDir, { recursive: true, force: true });
@@ -58,30 +60,3 @@ const serverErrors = (summary?.serverErrors ?? 0) + (summary ? 0 : 1);
 process.stdout.write(`fuzz took ${Math.round((Date.now() - started) / 1000)} s\n`);
 process.stdout.write(`fuzz: requests=${summary?.requests ?? inflight?.requests ?? 0} routes=${summary?.routes ?? inflight?.routes ?? 0} server_errors=${serverErrors}\n`);
 process.exit(child.status === 0 && serverErrors === 0 && leaks === 0 ? 0 : 1);
-
-/** Every secret the run handled (API and proxy keys, token data, configuration) must be absent from every log line. */
-function scanLogs(dir: string): number {
-  const files = fs.readdirSync(dir);
-  const secrets = new Set(files.filter((f) => f.startsWith('secrets-')).flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean)));
-  const logs = files.filter((f) => f.endsWith('.log'));
-  let lines = 0;
-  let leaks = 0;
-  for (const f of logs) {
-    for (const line of fs.readFileSync(path.join(dir, f), 'utf8').split('\n')) {
-      if (!line) continue;
-      lines++;
-      for (const s of secrets) {
-        if (line.includes(s)) {
-          leaks++;
-          process.stderr.write(`secret found in log ${f}: ${line.slice(0, 300)}\n`);
-        }
-      }
-    }
-  }
-  process.stdout.write(`log scan: ${lines} lines from ${logs.length} servers checked for ${secrets.size} secrets, ${leaks} leaks\n`);
-  if (logs.length === 0 || lines === 0 || secrets.size === 0) {
-    process.stderr.write('log scan saw no servers, log lines or secrets: the scan itself is broken\n');
-    return 1;
-  }
-  return leaks;
-}
