@@ -74,6 +74,8 @@ export type ServerPeak = {
   /** Highest VmHWM of any one of its processes, in bytes: catches a spike between two samples. */
   processHwmBytes: number;
   samples: number;
+  /** The largest sampled sum during each phase, in the order the phases first ran. */
+  phases: { during: string; bytes: number }[];
 };
 
 /**
@@ -101,7 +103,7 @@ export class RssSampler {
     if (procs.length === 0) return;
     let peak = this.peaks.get(server.name);
     if (!peak) {
-      peak = { server: server.name, sampledBytes: 0, during: '', processes: [], processHwmBytes: 0, samples: 0 };
+      peak = { server: server.name, sampledBytes: 0, during: '', processes: [], processHwmBytes: 0, samples: 0, phases: [] };
       this.peaks.set(server.name, peak);
     }
     const now: ServerPeak['processes'] = [];
@@ -113,6 +115,9 @@ export class RssSampler {
     }
     const total = now.reduce((sum, p) => sum + p.rss, 0);
     peak.samples++;
+    const phase = peak.phases.find((p) => p.during === this.phase);
+    if (phase) phase.bytes = Math.max(phase.bytes, total);
+    else peak.phases.push({ during: this.phase, bytes: total });
     if (total > peak.sampledBytes) Object.assign(peak, { sampledBytes: total, during: this.phase, processes: now });
   }
 
@@ -120,6 +125,6 @@ export class RssSampler {
   stop(): ServerPeak[] {
     this.sample();
     clearInterval(this.timer);
-    return [...this.peaks.values()].map((p) => ({ ...p }));
+    return [...this.peaks.values()].map((p) => ({ ...p, phases: p.phases.map((x) => ({ ...x })) }));
   }
 }

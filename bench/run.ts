@@ -2,6 +2,8 @@
  * `npm run bench [-- scenario ...]`: starts Coffer on a fresh embedded PostgreSQL and a
  * bare Fastify baseline, each in its own child process, drives both with autocannon from
  * this process, and reports every scenario against its baseline measured in the same run.
+ * Last it restarts Coffer as `serve --workers 2` on the same database for the scaling row;
+ * the service's memory is sampled throughout (bench/rss.ts).
  * Missing a target is reported, not an error (exit 0); a run with any non-2xx response
  * is an error (exit 1), because it measured something else. See docs/benchmarks.md.
  */
@@ -291,6 +293,7 @@ type MemoryRow = {
     process_anon_mb: number[];
     process_hwm_mb: number;
     samples: number;
+    by_phase: Record<string, number>;
   }[];
 };
 
@@ -306,6 +309,7 @@ function memoryRow(peaks: ServerPeak[]): MemoryRow {
     process_anon_mb: p.processes.map((x) => mb(x.anon)),
     process_hwm_mb: mb(p.processHwmBytes),
     samples: p.samples,
+    by_phase: Object.fromEntries(p.phases.map((x) => [x.during, mb(x.bytes)])),
   }));
   const top = by_server.reduce((a, b) => (b.peak_rss_mb > a.peak_rss_mb ? b : a), by_server[0]);
   if (!top) throw new BenchError(`${MEMORY.name}: no sample of Coffer's memory was taken`);
@@ -326,7 +330,7 @@ const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
-  // Capped so the 15 runs (9 scenarios, 5 baselines, the overhead pair) plus start-ups stay under 20 minutes
+  // Capped so the 16 runs (9 scenario runs, 5 baselines, the two one-connection pairs) plus start-ups stay under 20 minutes
   // (each run is a 2 s warm-up plus this: about 17 minutes at 60 s).
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 60) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 60 (got "${raw}")`);
   return Number(raw);
@@ -511,10 +515,10 @@ async function main(): Promise<number> {
     }
 
     // Then: one connection, with no other load of the bench's on Coffer.
-    sampler.phase = OVERHEAD.name;
+    if (withOverhead) sampler.phase = OVERHEAD.name;
     const overhead = withOverhead ? await measureOverhead(ctx, coffer.url, duration) : undefined;
     const overheadMisses = overhead && overhead.overhead_ms > overhead.target_ms ? [`${overhead.overhead_ms} ms > ${overhead.target_ms} ms`] : [];
-    sampler.phase = PROXY_ADDED.name;
+    if (withProxyAdded) sampler.phase = PROXY_ADDED.name;
     const added = withProxyAdded ? await measureProxyAdded(ctx, coffer.url, duration) : undefined;
     const addedMisses = added && added.overhead_ms > added.target_ms ? [`${added.overhead_ms} ms > ${added.target_ms} ms`] : [];
 
@@ -586,7 +590,8 @@ async function main(): Promise<number> {
       const parts = b.process_rss_mb.map((rss, i) => `${rss} (anon ${b.process_anon_mb[i]})`).join(' + ');
       process.stdout.write(
         `  ${b.server}: peak ${b.peak_rss_mb} MB; sampled ${b.sampled_peak_mb} MB = ${parts} MB during ${b.during};` +
-          ` largest VmHWM of one process ${b.process_hwm_mb} MB; ${b.samples} samples\n`,
+          ` largest VmHWM of one process ${b.process_hwm_mb} MB; ${b.samples} samples\n` +
+          `    largest sum during each: ${Object.entries(b.by_phase).map(([during, v]) => `${during} ${v.toFixed(0)}`).join(', ')} (MB)\n`,
       );
     }
     if (overhead) {
