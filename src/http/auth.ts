@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ApplicationType } from '../access/permissions.ts';
 import { hasPermission, type Principal } from '../access/principal.ts';
 import { hashApiKey, keyKind, type KeyKind } from '../vault/api-keys.ts';
@@ -79,15 +79,19 @@ export class Authenticator {
 /** Enforces each route's `config.access` before the body is even parsed. */
 export function registerAuth(app: FastifyInstance, authenticator: Authenticator): void {
   app.decorateRequest('principal', undefined);
-  // Callback style: public routes pay no promise, and authenticated ones one.
-  app.addHook('onRequest', (request, _reply, done) => {
-    const access = request.routeOptions.config.access;
-    if (access === undefined || access === 'public') return done();
-    const header = request.headers[API_KEY_HEADER];
-    authenticator.authenticate(Array.isArray(header) ? header[0] : header).then((principal) => {
-      request.principal = principal;
-      done(authorize(principal, access));
-    }, done);
+  // Each authenticated route gets its own check, bound to its access once at start-up:
+  // public routes carry no hook at all, and no request looks its route's options up.
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access;
+    if (access === undefined || access === 'public') return;
+    const check: onRequestHookHandler = (request, _reply, done) => {
+      const header = request.headers[API_KEY_HEADER];
+      authenticator.authenticate(Array.isArray(header) ? header[0] : header).then((principal) => {
+        request.principal = principal;
+        done(authorize(principal, access));
+      }, done);
+    };
+    route.onRequest = [check, ...[route.onRequest ?? []].flat()];
   });
 }
 
