@@ -51,6 +51,16 @@ export class Authenticator {
     this.cache.clear();
   }
 
+  /** A live cached principal for the key, without I/O; undefined sends the caller to authenticate(). */
+  cached(value: string | undefined): Principal | undefined {
+    if (!value || !keyKind(value)) return undefined;
+    const entry = this.cache.get(hashApiKey(value).toString('base64'));
+    const now = Date.now();
+    if (!entry || entry.until <= now) return undefined;
+    const expires = entry.principal.expiresAt;
+    return expires && expires.getTime() <= now ? undefined : entry.principal;
+  }
+
   async authenticate(value: string | undefined): Promise<Principal> {
     if (!value) throw ApiError.unauthorized();
     const kind = keyKind(value);
@@ -58,7 +68,8 @@ export class Authenticator {
     const hash = hashApiKey(value);
     const cacheKey = hash.toString('base64');
     const now = Date.now();
-    let principal = this.cache.get(cacheKey)?.until! > now ? this.cache.get(cacheKey)!.principal : undefined;
+    const entry = this.cache.get(cacheKey);
+    let principal = entry && entry.until > now ? entry.principal : undefined;
     if (!principal) {
       const generation = this.generation;
       principal = await this.resolve(hash, kind);
@@ -86,7 +97,14 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator)
     if (access === undefined || access === 'public') return;
     const check: onRequestHookHandler = (request, _reply, done) => {
       const header = request.headers[API_KEY_HEADER];
-      authenticator.authenticate(Array.isArray(header) ? header[0] : header).then((principal) => {
+      const value = Array.isArray(header) ? header[0] : header;
+      // The common case, a cached key, completes synchronously: no promise, no microtask.
+      const hit = authenticator.cached(value);
+      if (hit) {
+        request.principal = hit;
+        return done(authorize(hit, access));
+      }
+      authenticator.authenticate(value).then((principal) => {
         request.principal = principal;
         done(authorize(principal, access));
       }, done);
