@@ -1,3 +1,4 @@
+import { wildcardPattern } from '../../db/like.ts';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
@@ -427,7 +428,7 @@ export function createProxyService(deps: {
     },
 
     async list(principal: Principal, q: Offset & { id: string[]; name?: string }) {
-      const namePattern = q.name === undefined ? undefined : q.name.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%');
+      const namePattern = q.name === undefined ? undefined : wildcardPattern(q.name, { substring: false });
       const { rows, total } = await listProxies(db, principal.tenantId, { ids: q.id, namePattern, ...offsetOf(q) });
       return offsetPage(await Promise.all(rows.map(view)), total, q);
     },

@@ -1,3 +1,4 @@
+import { wildcardPattern } from '../../db/like.ts';
 import type { Database, Tx } from '../../db/database.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
@@ -261,7 +262,7 @@ export function createReactorService(deps: {
     },
 
     async list(principal: Principal, q: Offset & { id: string[]; name?: string }) {
-      const { rows, total } = await listReactors(db, principal.tenantId, { ids: q.id, namePattern: q.name ? likePattern(q.name) : undefined, ...offsetOf(q) });
+      const { rows, total } = await listReactors(db, principal.tenantId, { ids: q.id, namePattern: q.name ? wildcardPattern(q.name, { substring: true }) : undefined, ...offsetOf(q) });
       const views = [];
       for (const r of rows) views.push(await present(principal, await hydrate(r)));
       return offsetPage(views, total, q);
@@ -448,12 +449,6 @@ class ReactorProblem extends ApiError {
     const problem = super.toProblem(requestId);
     return this.data === undefined ? problem : { ...problem, data: this.data };
   }
-}
-
-/** `*` is the wildcard; without one, a substring match. LIKE's own metacharacters are escaped. */
-function likePattern(name: string): string {
-  const escaped = name.replace(/[\\%_]/g, (c) => `\\${c}`);
-  return escaped.includes('*') ? escaped.replace(/\*/g, '%') : `%${escaped}%`;
 }
 
 function flatten(headers: Record<string, string | string[]>): Record<string, string> {
