@@ -1,47 +1,30 @@
 import assert from 'node:assert/strict';
-import type http from 'node:http';
-import { after, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OutboundClient } from '../../src/outbound/client.ts';
-import { closedPort, fakeResolver, rejectsWith, startServer, startSilentServer, type TestServer } from './helpers.ts';
+import {
+  closedPort,
+  fakeResolver,
+  rejectsWith,
+  startRecordingServer,
+  startServer,
+  startSilentServer,
+  trackClientsAndServers,
+} from './helpers.ts';
 
 // Only 127.0.0.1 is ever contacted. Every "blocked" case also proves the refusal came
 // before any connection: the loopback server it would have reached counts zero sockets.
 
-type Seen = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string };
-
 /** Echo server: records each request, answers 200 with a small JSON body. */
-async function echoServer(): Promise<TestServer & { seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const server = await startServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString() });
-      res.setHeader('content-type', 'application/json');
-      res.setHeader('x-multi', ['a', 'b']);
-      res.end(JSON.stringify({ ok: true, path: req.url }));
-    });
+function echoServer() {
+  return startRecordingServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.setHeader('x-multi', ['a', 'b']);
+    res.end(JSON.stringify({ ok: true, path: req.url }));
   });
-  return Object.assign(server, { seen });
 }
 
-const clients: OutboundClient[] = [];
-const servers: TestServer[] = [];
-function client(options: ConstructorParameters<typeof OutboundClient>[0]): OutboundClient {
-  const c = new OutboundClient(options);
-  clients.push(c);
-  return c;
-}
-async function server<T extends TestServer>(s: Promise<T>): Promise<T> {
-  const started = await s;
-  servers.push(started);
-  return started;
-}
-after(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(servers.map((s) => s.close()));
-});
+const { client, server } = trackClientsAndServers();
 
 describe('happy paths against an allowlisted loopback server', () => {
   test('GET returns status, headers, body and the URL', async () => {

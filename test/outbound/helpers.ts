@@ -3,7 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { OutboundError, type OutboundCode } from '../../src/outbound/client.ts';
+import { after } from 'node:test';
+import { OutboundClient, OutboundError, type OutboundCode } from '../../src/outbound/client.ts';
 
 export type TestServer = {
   port: number;
@@ -36,6 +37,24 @@ export async function startServer(
   };
 }
 
+export type SeenRequest = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string };
+
+/** A loopback server that records each request, body read in full, before `respond` answers it. */
+export async function startRecordingServer(
+  respond: (req: http.IncomingMessage, res: http.ServerResponse) => void,
+): Promise<TestServer & { seen: SeenRequest[] }> {
+  const seen: SeenRequest[] = [];
+  const server = await startServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString() });
+      respond(req, res);
+    });
+  });
+  return Object.assign(server, { seen });
+}
+
 /** A bare TCP listener on 127.0.0.1 that accepts and never speaks: counts connection attempts. */
 export async function startSilentServer(): Promise<TestServer> {
   const sockets = new Set<net.Socket>();
@@ -57,6 +76,34 @@ export async function startSilentServer(): Promise<TestServer> {
         for (const s of sockets) s.destroy();
         server.close(() => resolve());
       }),
+  };
+}
+
+/**
+ * Clients and servers for one test file, all closed once its tests are done (call at the
+ * file's top level): `client` builds an OutboundClient, `server` registers a server as it starts.
+ */
+export function trackClientsAndServers(): {
+  client: (options: ConstructorParameters<typeof OutboundClient>[0]) => OutboundClient;
+  server: <T extends TestServer>(started: Promise<T>) => Promise<T>;
+} {
+  const clients: OutboundClient[] = [];
+  const servers: TestServer[] = [];
+  after(async () => {
+    await Promise.all(clients.map((c) => c.close()));
+    await Promise.all(servers.map((s) => s.close()));
+  });
+  return {
+    client: (options) => {
+      const c = new OutboundClient(options);
+      clients.push(c);
+      return c;
+    },
+    server: async (started) => {
+      const s = await started;
+      servers.push(s);
+      return s;
+    },
   };
 }
 

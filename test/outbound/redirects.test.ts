@@ -1,56 +1,37 @@
 import assert from 'node:assert/strict';
-import type http from 'node:http';
-import { after, test } from 'node:test';
-import { OutboundClient } from '../../src/outbound/client.ts';
-import { fakeResolver, rejectsWith, startServer, startSilentServer, type TestServer } from './helpers.ts';
-
-type Seen = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string };
+import { test } from 'node:test';
+import {
+  fakeResolver,
+  rejectsWith,
+  startRecordingServer,
+  startSilentServer,
+  trackClientsAndServers,
+  type TestServer,
+} from './helpers.ts';
 
 /** Routes: /to?<url> redirects (status from ?s=) to the URL; /loop/<n> redirects to /loop/<n+1>; anything else echoes. */
-async function redirectServer(): Promise<TestServer & { seen: Seen[] }> {
-  const seen: Seen[] = [];
-  const s = await startServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString() });
-      const url = new URL(req.url!, 'http://x');
-      if (url.pathname === '/to') {
-        res.writeHead(Number(url.searchParams.get('s') ?? 302), { location: url.searchParams.get('u')! });
-        res.end('redirect body');
-      } else if (url.pathname.startsWith('/loop/')) {
-        const n = Number(url.pathname.slice('/loop/'.length));
-        res.writeHead(302, { location: `/loop/${n + 1}` });
-        res.end();
-      } else if (url.pathname === '/no-location') {
-        res.writeHead(302);
-        res.end('nowhere');
-      } else {
-        res.end(JSON.stringify({ method: req.method, path: req.url }));
-      }
-    });
+function redirectServer() {
+  return startRecordingServer((req, res) => {
+    const url = new URL(req.url!, 'http://x');
+    if (url.pathname === '/to') {
+      res.writeHead(Number(url.searchParams.get('s') ?? 302), { location: url.searchParams.get('u')! });
+      res.end('redirect body');
+    } else if (url.pathname.startsWith('/loop/')) {
+      const n = Number(url.pathname.slice('/loop/'.length));
+      res.writeHead(302, { location: `/loop/${n + 1}` });
+      res.end();
+    } else if (url.pathname === '/no-location') {
+      res.writeHead(302);
+      res.end('nowhere');
+    } else {
+      res.end(JSON.stringify({ method: req.method, path: req.url }));
+    }
   });
-  return Object.assign(s, { seen });
 }
 
 const to = (s: TestServer, target: string, status = 302) => `${s.origin}/to?s=${status}&u=${encodeURIComponent(target)}`;
 
-const clients: OutboundClient[] = [];
-const servers: TestServer[] = [];
-function client(options: ConstructorParameters<typeof OutboundClient>[0]): OutboundClient {
-  const c = new OutboundClient(options);
-  clients.push(c);
-  return c;
-}
-async function server<T extends TestServer>(s: Promise<T>): Promise<T> {
-  const started = await s;
-  servers.push(started);
-  return started;
-}
-after(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(servers.map((s) => s.close()));
-});
+const { client, server } = trackClientsAndServers();
 
 test('redirects are not followed unless asked', async () => {
   const s = await server(redirectServer());

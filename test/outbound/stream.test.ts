@@ -1,26 +1,11 @@
 import assert from 'node:assert/strict';
 import type http from 'node:http';
 import { once } from 'node:events';
-import { after, test } from 'node:test';
-import { OutboundClient, OutboundError } from '../../src/outbound/client.ts';
-import { rejectsWith, startServer, type TestServer } from './helpers.ts';
+import { test } from 'node:test';
+import { OutboundError } from '../../src/outbound/client.ts';
+import { rejectsWith, startServer, trackClientsAndServers } from './helpers.ts';
 
-const clients: OutboundClient[] = [];
-const servers: TestServer[] = [];
-function client(options: ConstructorParameters<typeof OutboundClient>[0]): OutboundClient {
-  const c = new OutboundClient(options);
-  clients.push(c);
-  return c;
-}
-async function server<T extends TestServer>(s: Promise<T>): Promise<T> {
-  const started = await s;
-  servers.push(started);
-  return started;
-}
-after(async () => {
-  await Promise.all(clients.map((c) => c.close()));
-  await Promise.all(servers.map((s) => s.close()));
-});
+const { client, server } = trackClientsAndServers();
 
 async function streamError(body: NodeJS.ReadableStream): Promise<unknown> {
   try {
