@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { assertAuthCases } from '../helpers/security.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -19,43 +19,6 @@ const SECRET = 'async-reactor-secret-value-7390';
 const YEAR = new Date().getUTCFullYear() + 2;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ASYNC_TIMEOUT_MS = 1500;
-
-type Received = { path: string; method: string; headers: http.IncomingHttpHeaders; body: string };
-
-/** A local HTTP server on 127.0.0.1: records requests; a path can be held until released, or answer a chosen status. */
-async function startReceiver() {
-  const received: Received[] = [];
-  const held = new Map<string, Promise<void>>();
-  const statuses = new Map<string, (n: number) => number>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', async () => {
-      const p = req.url ?? '/';
-      received.push({ path: p, method: req.method ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      await held.get(p);
-      const status = (statuses.get(p) ?? (() => 200))(received.filter((r) => r.path === p).length);
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: status < 300 }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: (p: string) => `http://127.0.0.1:${port}${p}`,
-    at: (p: string) => received.filter((r) => r.path === p),
-    /** Requests to `p` wait for the returned release function. */
-    hold(p: string): () => void {
-      let release!: () => void;
-      held.set(p, new Promise<void>((r) => (release = r)));
-      return release;
-    },
-    status: (p: string, fn: (n: number) => number) => statuses.set(p, fn),
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
 
 async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
@@ -77,7 +40,7 @@ function assertProblem(res: Response, status: number, detail?: RegExp): void {
 describe('asynchronous reactor runs', () => {
   let server: TestServer;
   let sql: pg.Client;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: Receiver;
   let writer: string;
   let invoker: { id: string; key: string };
   let generalOnly: string;
@@ -367,7 +330,7 @@ describe('asynchronous reactor runs', () => {
     it('a failing callback is retried without running the code again', async () => {
       const path = `/callback-${randomUUID()}`;
       const runs = `/runs-${randomUUID()}`;
-      receiver.status(path, (n) => (n < 3 ? 500 : 200));
+      receiver.answer(path, (n) => (n < 3 ? 500 : 200));
       const id = await reactor(`module.exports = async () => { await fetch(${JSON.stringify(receiver.url(runs))}); return { raw: 'once' }; };`);
       const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { callback_url: receiver.url(path) } });
       assert.equal(res.status, 202, res.text);

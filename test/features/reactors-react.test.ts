@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { assertAuthCases } from '../helpers/security.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -22,30 +22,6 @@ const YEAR = new Date().getUTCFullYear() + 3;
 const CARD = { number: PAN, expiration_month: 12, expiration_year: YEAR, cvc: '123' };
 const TIMEOUT_MS = 1500;
 
-/** A local HTTP server on 127.0.0.1 that records every request and answers JSON. */
-async function startReceiver() {
-  const received: { path: string; method: string; body: string }[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks).toString('utf8');
-      received.push({ path: req.url ?? '/', method: req.method ?? '', body });
-      res.writeHead(200, { 'content-type': 'application/json', 'x-echo': 'yes' }).end(JSON.stringify({ echoed: body, path: req.url }));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: (p: string) => `http://127.0.0.1:${port}${p}`,
-    at: (p: string) => received.filter((r) => r.path === p),
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
 function assertProblem(res: Response, status: number, detail?: RegExp): void {
   assert.equal(res.status, status, `expected ${status}, got ${res.status} ${res.text}`);
   assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
@@ -57,7 +33,7 @@ function assertProblem(res: Response, status: number, detail?: RegExp): void {
 describe('POST /reactors/{id}/react', () => {
   let server: TestServer;
   let sql: pg.Client;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: Receiver;
   let other: { tenant_id: string; api_key: string };
   let otherReactor: string;
   /** Creates and reads back tokens in every container. */

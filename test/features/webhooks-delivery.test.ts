@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant } from '../helpers/http.ts';
+import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
@@ -31,37 +32,6 @@ async function documentedVerifier(): Promise<Verify> {
   return mod.verifyWebhook;
 }
 
-type Received = { path: string; headers: http.IncomingHttpHeaders; body: string; at: number };
-
-/** A webhook endpoint on 127.0.0.1 that records every request; what it answers is set per path. */
-async function startReceiver() {
-  const received: Received[] = [];
-  type Answer = number | 'hang' | Promise<number>;
-  const answers = new Map<string, (n: number) => Answer>();
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
-      const p = req.url ?? '/';
-      received.push({ path: p, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() });
-      const answer = (answers.get(p) ?? (() => 200))(received.filter((r) => r.path === p).length);
-      if (answer === 'hang') return; // never answers: the delivery times out
-      void Promise.resolve(answer).then((status) => res.writeHead(status, { 'content-type': 'text/plain' }).end('ok'));
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as { port: number }).port;
-  return {
-    url: (p: string) => `http://127.0.0.1:${port}${p}`,
-    at: (p: string) => received.filter((r) => r.path === p),
-    answer: (p: string, fn: (n: number) => Answer) => answers.set(p, fn),
-    close: () => {
-      server.closeAllConnections();
-      return new Promise<void>((r) => server.close(() => r()));
-    },
-  };
-}
-
 async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 20_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
@@ -77,7 +47,7 @@ const PAN = '4242424242424242';
 
 describe('webhook delivery', () => {
   let server: TestServer;
-  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let receiver: Receiver;
   let sql: pg.Client;
   let verify: Verify;
   let tokenKey: string;
