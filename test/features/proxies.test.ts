@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
+import { assertInvalid, assertNotFound } from '../helpers/problems.ts';
 import { assertAuthCases } from '../helpers/security.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -11,17 +12,6 @@ import { rememberSecret, startTestServer, type TestServer } from '../helpers/ser
 const PROXY = { name: 'charges', destination_url: 'https://api.processor.example/v1' };
 const CODE = 'module.exports = async function (req) { return { body: req.args.body, headers: req.args.headers }; };';
 const MERGE = 'application/merge-patch+json';
-
-function assertInvalid(res: Response, field: string): void {
-  assert.equal(res.status, 400, `expected 400 for ${field}, got ${res.status} ${res.text}`);
-  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-  assert.ok(res.body.errors?.[field]?.length > 0, `errors should name ${field}: ${JSON.stringify(res.body.errors)}`);
-}
-
-function assertNotFound(res: Response): void {
-  assert.equal(res.status, 404, res.text);
-  assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
-}
 
 describe('proxies API', () => {
   let server: TestServer;
