@@ -10,6 +10,7 @@ import pg from 'pg';
 import { call, createApplication, createOtherTenant } from '../helpers/http.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
+import { until } from '../helpers/until.ts';
 
 /**
  * Webhook delivery end to end: a real server with fast job polling and tiny backoff, a
@@ -30,16 +31,6 @@ async function documentedVerifier(): Promise<Verify> {
   const mod = await import(pathToFileURL(file).href);
   fs.rmSync(dir, { recursive: true, force: true });
   return mod.verifyWebhook;
-}
-
-async function until<T>(check: () => Promise<T | undefined | false> | T | undefined | false, what: string, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
 }
 
 const SECRET_DATA = 'top-secret-webhook-test-value-8841';
