@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { Notifier } from './db/notifications.ts';
+import { GroupCommit } from './db/group-commit.ts';
 import type { Logger } from './logger.ts';
 import { Authenticator, registerAuth } from './http/auth.ts';
 import { registerIdempotency } from './http/idempotency.ts';
@@ -45,19 +46,21 @@ export type Services = ReturnType<typeof createServices>;
 /** The composition root: every service, wired once per process. */
 export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger }) {
   const { config, db, notifier, log } = deps;
-  const logs = createLogService({ db });
+  // Writes that need no transaction of their own, from concurrent requests, commit together.
+  const groupCommit = new GroupCommit(db);
+  const logs = createLogService({ db, groupCommit });
   const vault = new Vault(db, loadKeyring(config.cofferKeys, config.dataDir, log));
   // The one guarded client for every outbound call (webhooks, proxies, reactor fetch); closed by main.
   const outbound = new OutboundClient({ allowlist: config.outboundAllowlist });
   const webhooks = createWebhookService({ db, vault, logs, outbound, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs });
-  const events = createEventService({ db, subscriber: webhooks.enqueueDeliveries });
+  const events = createEventService({ db, groupCommit, subscriber: webhooks.enqueueDeliveries });
   // Keys need "does this application exist?"; applications need keys. The closure breaks the cycle.
   let applications: ApplicationService;
   const keys = createApplicationKeyService({ db, logs, notifier, requireApplication: (p, id) => applications.get(p, id) });
   applications = createApplicationService({ db, logs, keys, notifier, log, cacheSeconds: config.authCacheSeconds });
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
   const tenants = createTenantService({ db, logs, applications });
-  const tokens = createTokenService({ db, vault, logs, events, log });
+  const tokens = createTokenService({ db, groupCommit, vault, logs, events, log });
   const detokenize = createDetokenizeService({ tokens, limit: config.detokenizeLimit });
   const authenticator = new Authenticator(
     (hash, kind) => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash)),
@@ -71,7 +74,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const sandbox = new Sandbox({ onRun: metrics?.observeRun });
   metrics?.watchSandbox(sandbox);
   const reactors = createReactorService({
-    db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log, notifier, cacheSeconds: config.authCacheSeconds,
+    db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log, notifier, cacheSeconds: config.authCacheSeconds,
     limits: {
       syncTimeoutMs: config.reactorTimeoutMs,
       asyncTimeoutMs: config.reactorAsyncTimeoutMs,

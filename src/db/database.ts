@@ -85,6 +85,11 @@ export class Database {
     return this.ambient.getStore() !== undefined;
   }
 
+  /** The ambient transaction, if any: for writers that join it rather than open a savepoint. */
+  ambientTransaction(): Tx | undefined {
+    return this.ambient.getStore();
+  }
+
   /** Runs fn outside any ambient transaction: for writes that must persist whatever the request does. */
   withoutAmbient<T>(fn: () => T): T {
     return this.ambient.exit(fn);

@@ -1,29 +1,43 @@
-import type { Database, Tx } from '../../db/database.ts';
+import type { Tx } from '../../db/database.ts';
+import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { uuidv7 } from '../../db/ids.ts';
-import { insertEvent } from './store.ts';
+import type { Database } from '../../db/database.ts';
+import { insertEvents } from './store.ts';
 
 export type EventService = ReturnType<typeof createEventService>;
 
 export type DomainEvent = { id: string; type: string; entity_id: string | null; payload: Record<string, unknown>; created_at: Date };
 
-/** Called in the event's transaction: webhook delivery enqueues its jobs here (an outbox). */
-export type EventSubscriber = (tenantId: string, event: DomainEvent, tx: Tx) => Promise<void>;
+/** An event with the tenant it belongs to, as written. */
+export type TenantEvent = DomainEvent & { tenant_id: string };
+
+/** Called in the events' transaction: webhook delivery enqueues its jobs here (an outbox). */
+export type EventSubscriber = (events: TenantEvent[], tx: Tx) => Promise<void>;
 
 /**
  * Domain events (token.created, reactor.completed, …) recorded in the transaction of the
  * change that causes them, together with the work they cause (webhook deliveries), so
  * neither is lost nor sent for a change that rolled back. Payloads never carry token data.
+ * Events with no transaction of their own are group-committed (src/db/group-commit.ts).
  */
-export function createEventService(deps: { db: Database; subscriber?: EventSubscriber }) {
-  const { db, subscriber } = deps;
+export function createEventService(deps: { db: Database; groupCommit: GroupCommit; subscriber?: EventSubscriber }) {
+  const { db, groupCommit, subscriber } = deps;
+  const eventTable = groupCommit.table<TenantEvent>('events', async (events, tx) => {
+    await insertEvents(db, events, tx);
+    await subscriber?.(events, tx);
+  });
+
+  function item(tenantId: string, type: string, entityId: string | null, payload: Record<string, unknown>): Item {
+    return eventTable.of({ id: uuidv7(), tenant_id: tenantId, type, entity_id: entityId, payload, created_at: new Date() });
+  }
+
   return {
+    /** Records the event in `tx` (or the ambient transaction), or else group-committed on its own. */
     async emit(tenantId: string, type: string, entityId: string | null, payload: Record<string, unknown>, tx?: Tx): Promise<void> {
-      const event: DomainEvent = { id: uuidv7(), type, entity_id: entityId, payload, created_at: new Date() };
-      const record = async (t: Tx) => {
-        await insertEvent(db, tenantId, event, t);
-        await subscriber?.(tenantId, event, t);
-      };
-      await (tx ? record(tx) : db.transaction(record));
+      await groupCommit.write([item(tenantId, type, entityId, payload)], tx);
     },
+
+    /** The event as an item of a larger group-committed write (a token with its token.created). */
+    item,
   };
 }

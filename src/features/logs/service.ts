@@ -1,4 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
+import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { uuidv7 } from '../../db/ids.ts';
 import { actorType, type Principal } from '../../access/principal.ts';
 import { ApiError } from '../../http/errors.ts';
@@ -19,8 +20,9 @@ export type LogService = ReturnType<typeof createLogService>;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The audit log: one event per state change or use of a secret, written in the change's transaction. */
-export function createLogService(deps: { db: Database }) {
-  const { db } = deps;
+export function createLogService(deps: { db: Database; groupCommit: GroupCommit }) {
+  const { db, groupCommit } = deps;
+  const auditTable = groupCommit.table<Omit<AuditEvent, 'created_at'>>('audit_events', (rows, tx) => insertEventsBatch(db, rows, tx));
 
   function toRow(actor: Actor, entry: AuditEntry): Omit<AuditEvent, 'created_at'> {
     const system = actor.kind === 'system';
@@ -35,26 +37,6 @@ export function createLogService(deps: { db: Database }) {
       message: entry.message,
     };
   }
-
-  // Uses of a secret outside any transaction (reads, detokenization) are written in batches:
-  // every request queued while one insert is in flight goes into the next one.
-  let queue: { row: Omit<AuditEvent, 'created_at'>; done: (err?: unknown) => void }[] = [];
-  let flushing = false;
-  async function flush(): Promise<void> {
-    flushing = true;
-    while (queue.length > 0) {
-      const batch = queue.slice(0, 500);
-      queue = queue.slice(batch.length);
-      try {
-        await db.withoutAmbient(() => insertEventsBatch(db, batch.map((b) => b.row)));
-        for (const b of batch) b.done();
-      } catch (err) {
-        for (const b of batch) b.done(err);
-      }
-    }
-    flushing = false;
-  }
-
   return {
     async record(actor: Actor, entry: AuditEntry, tx?: Tx): Promise<void> {
       const row = toRow(actor, entry);
@@ -63,22 +45,22 @@ export function createLogService(deps: { db: Database }) {
     },
 
     /**
-     * Records a use of a secret and resolves once the event is durable, so data is never
-     * returned unaudited. Inside a transaction it joins it; otherwise it is batched.
+     * Records uses of a secret and resolves once they are durable, so data is never returned
+     * unaudited: in the ambient transaction when there is one, otherwise group-committed
+     * with other requests' writes (src/db/group-commit.ts).
      */
-    /** Several uses at once: one statement inside a transaction, one batch entry each outside. */
     async useMany(actor: Actor, entries: AuditEntry[]): Promise<void> {
       if (entries.length === 0) return;
-      if (db.inTransaction()) return insertEventsBatch(db, entries.map((e) => toRow(actor, e)));
-      await Promise.all(entries.map((e) => this.use(actor, e)));
+      await groupCommit.write(entries.map((e) => auditTable.of(toRow(actor, e))));
     },
 
     use(actor: Actor, entry: AuditEntry): Promise<void> {
-      if (db.inTransaction()) return this.record(actor, entry);
-      return new Promise((resolve, reject) => {
-        queue.push({ row: toRow(actor, entry), done: (err) => (err ? reject(err) : resolve()) });
-        if (!flushing) void flush();
-      });
+      return this.useMany(actor, [entry]);
+    },
+
+    /** The audit entry as an item of a larger group-committed write (a token with its creation entry). */
+    item(actor: Actor, entry: AuditEntry): Item {
+      return auditTable.of(toRow(actor, entry));
     },
 
     async list(principal: Principal, q: { start?: string; size: number; entity_type?: string; entity_id?: string; start_date?: string; end_date?: string }) {

@@ -22,7 +22,7 @@ export async function insertEvent(db: Database, tenantId: string, e: Omit<AuditE
 }
 
 /** Many events in one statement (any tenants; each row carries its own), for batched writes. */
-export async function insertEventsBatch(db: Database, events: (Omit<AuditEvent, 'created_at'>)[]): Promise<void> {
+export async function insertEventsBatch(db: Database, events: (Omit<AuditEvent, 'created_at'>)[], tx?: Tx): Promise<void> {
   await db.query(
     `INSERT INTO audit_events (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message)
      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])`,
@@ -36,6 +36,7 @@ export async function insertEventsBatch(db: Database, events: (Omit<AuditEvent, 
       events.map((e) => e.operation),
       events.map((e) => e.message),
     ],
+    tx,
   );
 }
 

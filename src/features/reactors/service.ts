@@ -1,5 +1,6 @@
 import { wildcardPattern } from '../../db/like.ts';
 import type { Database, Tx } from '../../db/database.ts';
+import type { GroupCommit } from '../../db/group-commit.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
 import type { Notifier } from '../../db/notifications.ts';
@@ -52,6 +53,7 @@ export type ReactorService = ReturnType<typeof createReactorService>;
 
 export function createReactorService(deps: {
   db: Database;
+  groupCommit: GroupCommit;
   vault: Vault;
   logs: LogService;
   events: EventService;
@@ -66,7 +68,7 @@ export function createReactorService(deps: {
   /** How long an invocation may use a reactor it looked up before (0: never); change notices clear it at once. */
   cacheSeconds: number;
 }) {
-  const { db, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log, notifier } = deps;
+  const { db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log, notifier } = deps;
   // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
   const gate = new Gate(limits.concurrency, limits.concurrency * 10);
 
@@ -331,10 +333,11 @@ export function createReactorService(deps: {
       // Nothing is recorded, and no code runs, unless every token may be used.
       const plain = await detokenizeArgs(principal, args);
       const requestId = uuidv4();
-      await db.transaction(async (tx) => {
-        await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'react', message: `Reactor invoked (request ${requestId})` }, tx);
-        await events.emit(principal.tenantId, 'reactor.invoked', id, { reactor_id: id, request_id: requestId }, tx);
-      });
+      // Durable before any code runs, and committed together with other requests' writes.
+      await groupCommit.write([
+        logs.item(principal, { entityType: 'reactor', entityId: id, operation: 'react', message: `Reactor invoked (request ${requestId})` }),
+        events.item(principal.tenantId, 'reactor.invoked', id, { reactor_id: id, request_id: requestId }),
+      ]);
       let outcome: Outcome;
       try {
         outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs);

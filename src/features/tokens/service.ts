@@ -1,4 +1,6 @@
+import { Coalescer } from '../../db/coalescer.ts';
 import type { Database, Tx } from '../../db/database.ts';
+import type { GroupCommit } from '../../db/group-commit.ts';
 import { isUniqueViolation } from '../../db/database.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import type { Logger } from '../../logger.ts';
@@ -25,7 +27,9 @@ import {
   findExpiredTokensAcrossTenants,
   findToken,
   findTokens,
+  findTokensByKeys,
   insertToken,
+  insertTokens,
   listTokens,
   listTokensAfter,
   lockFingerprint,
@@ -59,8 +63,25 @@ type ListQuery = { id: string[]; type: string[]; container?: string; fingerprint
 
 export type TokenService = ReturnType<typeof createTokenService>;
 
-export function createTokenService(deps: { db: Database; vault: Vault; logs: LogService; events: EventService; log: Logger }) {
-  const { db, vault, logs, events, log } = deps;
+export function createTokenService(deps: { db: Database; groupCommit: GroupCommit; vault: Vault; logs: LogService; events: EventService; log: Logger }) {
+  const { db, groupCommit, vault, logs, events, log } = deps;
+  const tokenTable = groupCommit.table<NewToken & { tenant_id: string }, TokenRow>('tokens', (rows, tx) => insertTokens(db, rows, tx));
+  // Reads outside a transaction: concurrent lookups of any tenants share one SELECT.
+  const loader = new Coalescer<{ tenantId: string; id: string }, TokenRow | undefined>(
+    async (keys) => {
+      const rows = await findTokensByKeys(db, keys);
+      const byKey = new Map(rows.map((r) => [`${r.tenant_id}/${r.id}`, r]));
+      return keys.map((k) => byKey.get(`${k.tenantId}/${k.id}`));
+    },
+    { maxBatch: 256, maxInFlight: 4, isolateFailures: false },
+  );
+
+  /** Live tokens by id: in the ambient transaction when there is one, otherwise through the shared lookup. */
+  async function load(tenantId: string, ids: string[]): Promise<TokenRow[]> {
+    if (db.inTransaction()) return findTokens(db, tenantId, ids);
+    const rows = await Promise.all(ids.map((id) => loader.submit({ tenantId, id })));
+    return rows.filter((r) => r !== undefined);
+  }
 
   /** Validates and prepares everything a token row needs; `at` prefixes error field paths. */
   async function prepare(principal: Principal, input: TokenInput, at: string, previous?: TokenRow): Promise<{ row: NewToken; secret: Secret }> {
@@ -214,8 +235,27 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     return { pagination: result.pagination, data: await readable(principal, result.data, permission) };
   }
 
+  /**
+   * A create that reads nothing first (a generated id, no deduplication) and runs in no
+   * transaction of its own: the token, its audit entry and token.created are one
+   * group-committed write.
+   */
+  async function createGrouped(principal: Principal, input: TokenInput): Promise<TokenView> {
+    const containers = input.containers ?? [TOKEN_TYPES[input.type].container];
+    checkContainers(containers, 'body.containers');
+    const transform = permitted(principal, 'token:create', { id: '', containers });
+    const { row, secret } = await prepare(principal, input, 'body');
+    const [stored] = (await groupCommit.write([
+      tokenTable.of({ ...row, tenant_id: principal.tenantId }),
+      logs.item(principal, { entityType: 'token', entityId: row.id, operation: 'create', message: `Token created (${row.type})` }),
+      events.item(principal.tenantId, 'token.created', row.id, eventPayload(row)),
+    ])) as [TokenRow];
+    return view(stored, transform, secret);
+  }
+
   return {
     create(principal: Principal, input: TokenInput): Promise<TokenView> {
+      if (input.id === undefined && !input.deduplicate_token && !db.inTransaction()) return createGrouped(principal, input);
       return db.transaction((tx) => createIn(principal, input, 'body', tx));
     },
 
@@ -247,7 +287,7 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
     },
 
     async get(principal: Principal, id: string): Promise<TokenView> {
-      const row = await findToken(db, principal.tenantId, id);
+      const [row] = await load(principal.tenantId, [id]);
       if (!row) throw ApiError.notFound('token');
       const [v] = await readable(principal, [row]);
       if (!v) throw ApiError.forbidden(`The API key lacks token:read on the container of token ${id}.`);
@@ -331,7 +371,7 @@ export function createTokenService(deps: { db: Database; vault: Vault; logs: Log
      */
     async resolveForUse(principal: Principal, ids: string[], permission: 'token:read' | 'token:use'): Promise<Map<string, TokenView>> {
       const unique = [...new Set(ids)];
-      const rows = await findTokens(db, principal.tenantId, unique);
+      const rows = await load(principal.tenantId, unique);
       const found = new Map(rows.map((r) => [r.id, r]));
       const missing = unique.filter((id) => !found.has(id));
       if (missing.length) throw ApiError.field('body', `token ${missing.map((m) => `"${m}"`).join(', ')} not found`);
@@ -406,7 +446,7 @@ function text(value: unknown): string {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-function eventPayload(row: TokenRow): Record<string, unknown> {
+function eventPayload(row: Pick<TokenRow, 'id' | 'type' | 'containers'>): Record<string, unknown> {
   return { id: row.id, type: row.type, containers: row.containers };
 }
 

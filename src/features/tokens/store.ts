@@ -42,6 +42,35 @@ export async function insertToken(db: Database, tenantId: string, t: NewToken, t
   return row!;
 }
 
+/**
+ * Many tokens (any tenants) in one statement, returned in the order given. The rows travel as
+ * one JSON document, since their array columns (containers, search values) differ in length.
+ */
+export async function insertTokens(db: Database, rows: (NewToken & { tenant_id: string })[], tx: Tx): Promise<TokenRow[]> {
+  const stored = await db.query<TokenRow>(
+    `INSERT INTO tokens (tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
+       search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by)
+     SELECT tenant_id, id, type, decode(ciphertext, 'base64'), data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
+       search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by
+     FROM jsonb_to_recordset($1::jsonb) AS t (tenant_id uuid, id text, type text, ciphertext text, data_key_id uuid, containers text[],
+       metadata jsonb, mask text, fingerprint text, fingerprint_expression text, search_indexes text[], search_hashes text[],
+       deduplicate_token boolean, views jsonb, expires_at timestamptz, created_by uuid)
+     RETURNING ${COLUMNS}`,
+    [JSON.stringify(rows.map((r) => ({ ...r, ciphertext: r.ciphertext.toString('base64') })))],
+    tx,
+  );
+  const byKey = new Map(stored.map((r) => [`${r.tenant_id}/${r.id}`, r]));
+  return rows.map((r) => byKey.get(`${r.tenant_id}/${r.id}`)!);
+}
+
+/** Live tokens by (tenant, id) pairs of any tenants, in one statement; missing ones are simply absent. */
+export async function findTokensByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<TokenRow[]> {
+  return db.query<TokenRow>(
+    `SELECT ${COLUMNS} FROM unnest($1::uuid[], $2::text[]) AS k (tenant_id, id) JOIN tokens USING (tenant_id, id) WHERE ${LIVE}`,
+    [keys.map((k) => k.tenantId), keys.map((k) => k.id)],
+  );
+}
+
 export async function updateToken(db: Database, tenantId: string, t: NewToken & { modified_by: string }, tx?: Tx): Promise<TokenRow | undefined> {
   return db.one<TokenRow>(
     `UPDATE tokens SET ciphertext = $3, data_key_id = $4, containers = $5, metadata = $6, mask = $7, fingerprint = $8,

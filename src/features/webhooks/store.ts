@@ -91,13 +91,13 @@ export async function deleteWebhook(db: Database, tenantId: string, id: string, 
 }
 
 /** The enabled webhooks an event of this type goes to; runs in the transaction of every event. */
-export async function findSubscribedWebhookIds(db: Database, tenantId: string, eventType: string, tx?: Tx): Promise<string[]> {
-  const rows = await db.query<{ id: string }>(
-    `SELECT id FROM webhooks WHERE tenant_id = $1 AND status = 'enabled' AND ($2 = ANY(events) OR '*' = ANY(events)) ORDER BY id`,
-    [tenantId, eventType],
+/** The enabled webhooks of these tenants with the event types each subscribes to. */
+export async function findEnabledWebhooks(db: Database, tenantIds: string[], tx?: Tx): Promise<{ id: string; tenant_id: string; events: string[] }[]> {
+  return db.query<{ id: string; tenant_id: string; events: string[] }>(
+    `SELECT id, tenant_id, events FROM webhooks WHERE tenant_id = ANY($1::uuid[]) AND status = 'enabled' ORDER BY id`,
+    [tenantIds],
     tx,
   );
-  return rows.map((r) => r.id);
 }
 
 export async function insertDelivery(

@@ -1,0 +1,75 @@
+/**
+ * Coalesces concurrent calls into batches: every item submitted while the event loop works
+ * through one round of I/O is handed to `run` together, at the next check phase
+ * (setImmediate). With many requests in flight a batch holds many items, so one statement
+ * and one round trip to PostgreSQL serve them all; a lone request waits for nothing but
+ * the end of its own turn of the loop.
+ *
+ * At most `maxInFlight` batches run at once; items arriving meanwhile wait for the next.
+ * When a batch of several items fails, each item is run again alone (when
+ * `isolateFailures`), so one bad item fails only its own caller.
+ */
+export type CoalescerOptions = {
+  /** Largest number of items in one batch. */
+  maxBatch: number;
+  /** Batches running at the same time (each typically holds a pooled connection). */
+  maxInFlight: number;
+  /** Retry the items of a failed batch one by one, so each caller gets its own outcome. */
+  isolateFailures: boolean;
+};
+
+type Waiting<In, Out> = { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void };
+
+export class Coalescer<In, Out> {
+  private queue: Waiting<In, Out>[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  private readonly run: (items: In[]) => Promise<Out[]>;
+  private readonly opts: CoalescerOptions;
+
+  /** `run` must answer with one result per item, in the items' order. */
+  constructor(run: (items: In[]) => Promise<Out[]>, opts: CoalescerOptions) {
+    this.run = run;
+    this.opts = opts;
+  }
+
+  submit(item: In): Promise<Out> {
+    return new Promise<Out>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.opts.maxInFlight || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
+        const batch = this.queue.length <= this.opts.maxBatch ? this.queue : this.queue.slice(0, this.opts.maxBatch);
+        this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
+        this.inFlight++;
+        void this.settle(batch).finally(() => {
+          this.inFlight--;
+          this.schedule();
+        });
+      }
+    });
+  }
+
+  private async settle(batch: Waiting<In, Out>[]): Promise<void> {
+    let outs: Out[];
+    try {
+      outs = await this.run(batch.map((w) => w.item));
+      if (outs.length !== batch.length) throw new Error(`a batch of ${batch.length} items produced ${outs.length} results`);
+    } catch (err) {
+      if (batch.length === 1 || !this.opts.isolateFailures) {
+        for (const w of batch) w.reject(err);
+        return;
+      }
+      await Promise.all(batch.map((w) => this.settle([w])));
+      return;
+    }
+    batch.forEach((w, i) => w.resolve(outs[i]));
+  }
+}

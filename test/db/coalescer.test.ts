@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Coalescer } from '../../src/db/coalescer.ts';
+
+/** A run that records each batch it gets and doubles every item; items equal to `poison` fail their batch. */
+function doubler(opts: { maxBatch?: number; maxInFlight?: number; isolateFailures?: boolean; poison?: number; delayMs?: number } = {}) {
+  const batches: number[][] = [];
+  let running = 0;
+  let maxRunning = 0;
+  const c = new Coalescer<number, number>(
+    async (items) => {
+      batches.push(items);
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, opts.delayMs ?? 1));
+        if (items.includes(opts.poison ?? NaN)) throw new Error(`poisoned by ${opts.poison}`);
+        return items.map((n) => n * 2);
+      } finally {
+        running--;
+      }
+    },
+    { maxBatch: opts.maxBatch ?? 100, maxInFlight: opts.maxInFlight ?? 4, isolateFailures: opts.isolateFailures ?? true },
+  );
+  return { c, batches, maxRunning: () => maxRunning };
+}
+
+describe('Coalescer', () => {
+  it('hands items submitted in one turn of the event loop to one run, and each caller its own result', async () => {
+    const { c, batches } = doubler();
+    const results = await Promise.all([1, 2, 3, 4, 5].map((n) => c.submit(n)));
+    assert.deepEqual(results, [2, 4, 6, 8, 10]);
+    assert.deepEqual(batches, [[1, 2, 3, 4, 5]]);
+  });
+
+  it('splits at maxBatch and runs at most maxInFlight batches at once; later items wait for the next', async () => {
+    const { c, batches, maxRunning } = doubler({ maxBatch: 2, maxInFlight: 2, delayMs: 5 });
+    const results = await Promise.all([1, 2, 3, 4, 5, 6, 7].map((n) => c.submit(n)));
+    assert.deepEqual(results, [2, 4, 6, 8, 10, 12, 14]);
+    assert.ok(batches.every((b) => b.length <= 2), `batches ${JSON.stringify(batches)}`);
+    assert.deepEqual(batches.flat().sort(), [1, 2, 3, 4, 5, 6, 7]);
+    assert.equal(maxRunning(), 2);
+  });
+
+  it('retries the items of a failed batch one by one: only the bad item fails', async () => {
+    const { c, batches } = doubler({ poison: 3 });
+    const settled = await Promise.allSettled([1, 2, 3, 4].map((n) => c.submit(n)));
+    assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(settled.filter((s) => s.status === 'fulfilled').map((s) => s.value), [2, 4, 8]);
+    assert.match(String((settled[2] as PromiseRejectedResult).reason), /poisoned by 3/);
+    assert.deepEqual(batches, [[1, 2, 3, 4], [1], [2], [3], [4]]);
+  });
+
+  it('without isolateFailures, every item of a failed batch gets its error', async () => {
+    const { c, batches } = doubler({ poison: 2, isolateFailures: false });
+    const settled = await Promise.allSettled([1, 2].map((n) => c.submit(n)));
+    assert.deepEqual(settled.map((s) => s.status), ['rejected', 'rejected']);
+    assert.equal(batches.length, 1);
+  });
+
+  it('a run answering with the wrong number of results fails its items rather than misassigning them', async () => {
+    const c = new Coalescer<number, number>(async (items) => items.slice(1), { maxBatch: 10, maxInFlight: 1, isolateFailures: false });
+    await assert.rejects(Promise.all([c.submit(1), c.submit(2)]), /2 items produced 1 results/);
+  });
+
+  it('keeps serving after a failure', async () => {
+    const { c } = doubler({ poison: 1 });
+    await assert.rejects(c.submit(1), /poisoned/);
+    assert.equal(await c.submit(21), 42);
+  });
+});

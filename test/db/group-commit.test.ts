@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { Database, type Tx } from '../../src/db/database.ts';
+import { GroupCommit } from '../../src/db/group-commit.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createTestDatabase } from '../helpers/server.ts';
+
+const log = createLogger('silent');
+
+describe('GroupCommit', () => {
+  let database: { url: string; drop(): Promise<void> };
+  let db: Database;
+  let gc: GroupCommit;
+  const statements: { table: string; rows: number }[] = [];
+  let notes: ReturnType<GroupCommit['table']>;
+  let tags: ReturnType<GroupCommit['table']>;
+
+  before(async () => {
+    database = await createTestDatabase();
+    db = new Database(database.url, 5, log);
+    await db.query(`CREATE TABLE notes (id text PRIMARY KEY, body text NOT NULL CHECK (body <> 'bad'), written_at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+    await db.query(`CREATE TABLE tags (note_id text NOT NULL, tag text NOT NULL)`);
+    gc = new GroupCommit(db);
+    notes = gc.table<{ id: string; body: string }, { id: string; xid: string }>('notes', async (rows, tx: Tx) => {
+      statements.push({ table: 'notes', rows: rows.length });
+      const out = await db.query<{ id: string; xid: string }>(
+        `INSERT INTO notes (id, body) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id, txid_current()::text AS xid`,
+        [rows.map((r) => r.id), rows.map((r) => r.body)],
+        tx,
+      );
+      const byId = new Map(out.map((r) => [r.id, r]));
+      return rows.map((r) => byId.get(r.id)!);
+    });
+    tags = gc.table<{ note_id: string; tag: string }>('tags', async (rows, tx: Tx) => {
+      statements.push({ table: 'tags', rows: rows.length });
+      await db.query(`INSERT INTO tags SELECT * FROM unnest($1::text[], $2::text[])`, [rows.map((r) => r.note_id), rows.map((r) => r.tag)], tx);
+    });
+  });
+  after(async () => {
+    await db.close();
+    await database.drop();
+  });
+
+  const count = async (sql: string, params: unknown[] = []) => (await db.one<{ n: number }>(sql, params))!.n;
+
+  it('writes concurrent writes in one transaction, one statement per table, and answers each with its own rows', async () => {
+    statements.length = 0;
+    const ids = Array.from({ length: 20 }, () => randomUUID());
+    const results = await Promise.all(ids.map((id) => gc.write([notes.of({ id, body: `note ${id}` }), tags.of({ note_id: id, tag: 'a' })])));
+    results.forEach((r, i) => {
+      assert.equal((r[0] as { id: string }).id, ids[i]);
+      assert.equal(r[1], undefined, 'a writer that returns nothing gives undefined');
+    });
+    assert.deepEqual(statements, [{ table: 'notes', rows: 20 }, { table: 'tags', rows: 20 }]);
+    assert.equal(new Set(results.map((r) => (r[0] as { xid: string }).xid)).size, 1, 'one transaction');
+    assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = ANY($1)`, [ids]), 20);
+  });
+
+  it('a bad write fails alone and leaves nothing behind, while the others in its batch commit whole', async () => {
+    const good = [randomUUID(), randomUUID()];
+    const bad = randomUUID();
+    const settled = await Promise.allSettled([
+      gc.write([notes.of({ id: good[0], body: 'fine' }), tags.of({ note_id: good[0], tag: 'x' })]),
+      gc.write([tags.of({ note_id: bad, tag: 'orphan' }), notes.of({ id: bad, body: 'bad' })]),
+      gc.write([notes.of({ id: good[1], body: 'fine' }), tags.of({ note_id: good[1], tag: 'x' })]),
+    ]);
+    assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.match(String((settled[1] as PromiseRejectedResult).reason), /notes_body_check/);
+    assert.equal(await count(`SELECT count(*) AS n FROM notes WHERE id = ANY($1)`, [[...good, bad]]), 2);
+    assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = $1`, [bad]), 0, "the bad write's other rows rolled back with it");
+  });
+
+  it('inside an ambient transaction a write joins it, and rolls back with it', async () => {
+    const id = randomUUID();
+    await assert.rejects(db.transaction(async () => {
+      await gc.write([notes.of({ id, body: 'joined' })]);
+      assert.equal(await count(`SELECT count(*) AS n FROM notes WHERE id = $1`, [id]), 1, 'visible inside the transaction');
+      throw new Error('the request failed');
+    }), /the request failed/);
+    assert.equal(await count(`SELECT count(*) AS n FROM notes WHERE id = $1`, [id]), 0);
+  });
+
+  it('a write given its transaction joins that one', async () => {
+    const id = randomUUID();
+    const xid = await db.transaction(async (tx) => {
+      const [row] = (await gc.write([notes.of({ id, body: 'given' })], tx)) as [{ xid: string }];
+      const [{ xid: own }] = await db.query<{ xid: string }>(`SELECT txid_current()::text AS xid`, [], tx);
+      assert.equal(row.xid, own);
+      return own;
+    });
+    assert.ok(xid);
+  });
+
+  it('refuses an item of a table nobody registered, and a table registered twice', async () => {
+    await assert.rejects(gc.write([{ table: 'nope', row: {} }]), /no table nope is registered/);
+    assert.throws(() => gc.table('notes', async () => {}), /registered twice/);
+  });
+});
