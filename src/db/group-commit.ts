@@ -21,7 +21,7 @@ export type Table<Row, Out> = { name: string; of(row: Row): Item };
 /** One row bound for one table. */
 export type Item = { table: string; row: unknown };
 
-type Registered = { name: string; write: TableWriter<unknown, unknown> };
+type Registered = { name: string; write: TableWriter<unknown, unknown>; oneStatement: boolean };
 
 export class GroupCommit {
   private readonly db: Database;
@@ -31,17 +31,21 @@ export class GroupCommit {
 
   constructor(db: Database, opts: { maxBatch?: number; maxInFlight?: number } = {}) {
     this.db = db;
-    this.coalescer = new Coalescer((writes) => this.db.withoutAmbient(() => this.db.transaction((tx) => this.writeAll(writes, tx))), {
+    this.coalescer = new Coalescer((writes) => this.db.withoutAmbient(() => this.commit(writes)), {
       maxBatch: opts.maxBatch ?? 256,
       maxInFlight: opts.maxInFlight ?? 4,
       isolateFailures: true,
     });
   }
 
-  /** `write` gets the rows of a whole batch and answers with one result per row (or nothing). */
-  table<Row, Out = void>(name: string, write: TableWriter<Row, Out>): Table<Row, Out> {
+  /**
+   * `write` gets the rows of a whole batch and answers with one result per row (or nothing).
+   * `oneStatement`: it runs exactly one statement, which PostgreSQL makes atomic by itself, so
+   * a batch of this table alone needs no BEGIN and COMMIT round trips.
+   */
+  table<Row, Out = void>(name: string, write: TableWriter<Row, Out>, opts: { oneStatement?: boolean } = {}): Table<Row, Out> {
     if (this.tables.some((t) => t.name === name)) throw new Error(`table ${name} is registered twice`);
-    this.tables.push({ name, write: write as TableWriter<unknown, unknown> });
+    this.tables.push({ name, write: write as TableWriter<unknown, unknown>, oneStatement: opts.oneStatement ?? false });
     return { name, of: (row) => ({ table: name, row }) };
   }
 
@@ -55,6 +59,19 @@ export class GroupCommit {
     const joined = tx ?? this.db.ambientTransaction();
     if (joined) return this.writeAll([items], joined).then(([outs]) => outs);
     return this.coalescer.submit(items);
+  }
+
+  /** A batch: in a transaction, unless it touches one table whose writer is one statement. */
+  private async commit(writes: Item[][]): Promise<unknown[][]> {
+    const names = new Set(writes.flatMap((items) => items.map((item) => item.table)));
+    const only = names.size === 1 ? this.tables.find((t) => names.has(t.name)) : undefined;
+    if (!only?.oneStatement) return this.db.transaction((tx) => this.writeAll(writes, tx));
+    const client = await this.db.pool.connect();
+    try {
+      return await this.writeAll(writes, client);
+    } finally {
+      client.release();
+    }
   }
 
   /** Every write's rows, table by table in registration order; the results are put back per write. */

@@ -1,6 +1,23 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomFillSync, randomUUID } from 'node:crypto';
 
 export const uuidv4 = (): string => randomUUID();
+
+// Random bytes are drawn from the CSPRNG a block at a time: one call per 256 ids instead of one per id.
+const POOL_BYTES = 16 * 256;
+const pool = Buffer.alloc(POOL_BYTES);
+let poolAt = POOL_BYTES;
+
+/** 16 fresh random bytes, in a buffer of their own (the ids are built in it). */
+function random16(): Buffer {
+  if (poolAt === POOL_BYTES) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  const b = Buffer.from(pool.subarray(poolAt, poolAt + 16));
+  pool.fill(0, poolAt, poolAt + 16); // used bytes do not linger in the pool
+  poolAt += 16;
+  return b;
+}
 
 let lastMs = 0;
 let counter = 0;
@@ -11,7 +28,7 @@ let counter = 0;
  * order even within a millisecond; the rest is random.
  */
 export function uuidv7(): string {
-  const b = randomBytes(16);
+  const b = random16();
   let ms = Date.now();
   if (ms > lastMs) {
     lastMs = ms;
