@@ -1,5 +1,7 @@
 /** Plumbing for bench/run.ts: server child processes, autocannon runs, the report table. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 import net from 'node:net';
 import autocannon, { type Request as AutocannonRequest, type Result } from 'autocannon';
 
@@ -38,8 +40,8 @@ const OUTPUT_LIMIT = 64 * 1024;
  * Runs `script` in a child of this same Node binary: servers get a process (and, on a
  * 2-core machine, roughly a core) of their own, while autocannon runs here.
  */
-export function startServer(name: string, script: string, args: string[], env: Record<string, string>, port: number): Server {
-  const child: ChildProcess = spawn(process.execPath, [script, ...args], {
+export function startServer(name: string, script: string, args: string[], env: Record<string, string>, port: number, nodeFlags: string[] = []): Server {
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, script, ...args], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -94,6 +96,18 @@ export function startServer(name: string, script: string, args: string[], env: R
       return false;
     },
   };
+}
+
+/**
+ * How `npm start` runs Coffer (package.json's start script: `node <flags> <entry> serve`), so the
+ * bench measures the service as it is started: the Node flags and the entry script's path.
+ */
+export function startCommand(root: string): { flags: string[]; entry: string } {
+  const start: string = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start;
+  const words = start.split(/\s+/);
+  const at = words.findIndex((w, i) => i > 0 && !w.startsWith('-'));
+  if (words[0] !== 'node' || at < 0 || words[at + 1] !== 'serve') throw new BenchError(`package.json's start script is not "node [flags] <entry> serve": ${start}`);
+  return { flags: words.slice(1, at), entry: path.join(root, words[at]) };
 }
 
 /** Polls `path` until it answers 2xx, so no measurement starts against a half-started server. */

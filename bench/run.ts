@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, insertRow, opsLoad, preloadRows, selectRandomRow } from './db.ts';
-import { BenchError, freePort, load, probe, startServer, table, waitReady, type Req, type Result, type Row, type Server, type ValueRow } from './lib.ts';
+import { BenchError, freePort, load, probe, startCommand, startServer, table, waitReady, type Req, type Result, type Row, type Server, type ValueRow } from './lib.ts';
 import { pairedLatency, type Latencies } from './overhead.ts';
 import { RssSampler, type ServerPeak } from './rss.ts';
 import { cpuSecondsOf, waitWorkersServing } from './workers.ts';
@@ -436,8 +436,9 @@ async function main(): Promise<number> {
     // BENCH_COFFER_NODE_OPTIONS becomes Coffer's NODE_OPTIONS alone (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
     const cofferNodeOptions: Record<string, string> = process.env.BENCH_COFFER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_COFFER_NODE_OPTIONS } : {};
     const cofferEnv = { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...cofferNodeOptions };
-    const cli = path.join(root, 'src/cli.ts');
-    coffer = startServer('coffer', cli, ['serve'], cofferEnv, await freePort());
+    // Started the way `npm start` starts it: the same entry script and Node flags.
+    const { entry: cli, flags } = startCommand(root);
+    coffer = startServer('coffer', cli, ['serve'], cofferEnv, await freePort(), flags);
     servers.push(coffer);
     const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { LOG_LEVEL: logLevel }, await freePort());
     servers.push(baseline);
@@ -540,7 +541,7 @@ async function main(): Promise<number> {
       sampler.phase = `start-up with --workers ${SCALING.workers}`;
       // Killed after 20 s: its PostgreSQL is still running, and the cluster's primary adopts it (src/db/embedded.ts).
       if (!stoppedCleanly) process.stderr.write(`warning: Coffer did not stop within 20 s of SIGTERM and was killed\n`);
-      coffer = startServer(`coffer --workers ${SCALING.workers}`, cli, ['serve', '--workers', String(SCALING.workers)], cofferEnv, await freePort());
+      coffer = startServer(`coffer --workers ${SCALING.workers}`, cli, ['serve', '--workers', String(SCALING.workers)], cofferEnv, await freePort(), flags);
       servers.push(coffer);
       // The tenant exists, so no key is printed: the management key and the application's key from before still hold.
       await waitReady(coffer, '/health/ready', 120_000);

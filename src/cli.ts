@@ -1,13 +1,10 @@
 import cluster from 'node:cluster';
 import { parseArgs } from 'node:util';
-import { createServices } from './app.ts';
 import { announceFirstKey, parseWorkerCount, runPrimary, runWorker, untilSignal } from './cluster.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate } from './db/migrate.ts';
-import { Notifier } from './db/notifications.ts';
 import { openDatabase } from './db/open.ts';
 import { createLogger } from './logger.ts';
-import { start } from './main.ts';
 import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { pino } from 'pino';
@@ -55,6 +52,8 @@ async function serve(config: Config, args: string[]): Promise<number> {
   // A worker re-runs this command line (node:cluster forks the same script); the primary serves no API.
   if (cluster.isWorker) return runWorker(config, log);
   if (workers > 1) return runPrimary(config, log, workers);
+  // Imported here, not above: a cluster's primary serves no API and need not load it.
+  const { start } = await import('./main.ts');
   const running = await start(config, log, { announceFirstKey });
   const signal = untilSignal(); // before this, a signal stops a start that may be stuck (database unreachable)
   log.info({ url: running.url, first_start: running.firstKey !== undefined }, 'coffer ready');
@@ -91,6 +90,7 @@ async function init(config: Config, args: string[]): Promise<number> {
   const log = cliLogger(config);
   const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
   try {
+    const [{ Notifier }, { createServices }] = await Promise.all([import('./db/notifications.ts'), import('./app.ts')]);
     const notifier = new Notifier(database.url, database.db, log);
     const services = createServices({ config, db: database.db, notifier, log });
     const created = await services.tenants.initialize(name.trim()).finally(() => {

@@ -4,7 +4,7 @@ import { ConfigError, type Config } from './config.ts';
 import { openDatabase, type OpenDatabase } from './db/open.ts';
 import { clusterAggregator, listenMetrics, prepareWorkerMetrics, type MetricsListener } from './http/metrics.ts';
 import type { Logger } from './logger.ts';
-import { start, type Running } from './main.ts';
+import type { Running } from './main.ts';
 import { loadKeyring } from './vault/keyring.ts';
 
 /**
@@ -72,6 +72,8 @@ export async function runWorker(config: Config, baseLog: Logger): Promise<number
   const log = baseLog.child({ worker: Number(process.env.COFFER_WORKER_SLOT) || cluster.worker?.id });
   // Answer the primary's metrics requests from the start, so a scrape during a restart is not left hanging.
   if (config.metricsToken) prepareWorkerMetrics();
+  // Loaded by workers only: the primary serves no API, so it stays a small process.
+  const { start } = await import('./main.ts');
   const running = await start(config, log, { clusterWorker: true, announceFirstKey });
   const signal = untilSignal({ absorb: true });
   log.info({ url: running.url }, 'worker ready');
