@@ -246,6 +246,41 @@ describe('token lifecycle', () => {
     });
   });
 
+  it('concurrent creates are each written whole: the token, its audit entry, token.created and one delivery per subscribed webhook', async () => {
+    const hooks = [];
+    for (const events of [['token.created'], ['*'], ['token.deleted']]) {
+      const res = await call(server, 'POST', '/webhooks', { key: server.key, body: { name: `hook ${events[0]}`, url: 'https://hooks.example.com/coffer', events } });
+      assert.equal(res.status, 201, res.text);
+      rememberSecret(res.body.secret);
+      hooks.push(res.body.id);
+    }
+    try {
+      // Created at once, these share group-committed batches (src/db/group-commit.ts).
+      const tokens = await Promise.all(Array.from({ length: 40 }, () => card()));
+      const ids = tokens.map((t) => t.id);
+      assert.equal(new Set(ids).size, 40);
+      const stored = await sql.query('SELECT id, containers FROM tokens WHERE id = ANY($1)', [ids]);
+      assert.equal(stored.rows.length, 40);
+      const audit = await sql.query(`SELECT entity_id, actor_id FROM audit_events WHERE operation = 'create' AND entity_id = ANY($1)`, [ids]);
+      assert.deepEqual(audit.rows.map((r) => r.entity_id).sort(), [...ids].sort());
+      assert.ok(audit.rows.every((r) => r.actor_id === owner.id));
+      const events = await sql.query(`SELECT id, entity_id FROM events WHERE type = 'token.created' AND entity_id = ANY($1)`, [ids]);
+      assert.deepEqual(events.rows.map((r) => r.entity_id).sort(), [...ids].sort());
+      const jobs = await sql.query(
+        `SELECT payload->>'webhook_id' AS webhook_id, payload->'event'->>'id' AS event_id, payload->'event'->'data'->>'id' AS token_id
+         FROM jobs WHERE kind = 'webhook.deliver' AND payload->'event'->'data'->>'id' = ANY($1)`,
+        [ids],
+      );
+      // The token.created and * subscribers get one delivery per token; the token.deleted one none.
+      assert.equal(jobs.rows.length, 80);
+      for (const hook of hooks.slice(0, 2)) assert.deepEqual(jobs.rows.filter((j) => j.webhook_id === hook).map((j) => j.token_id).sort(), [...ids].sort());
+      const eventIds = new Map(events.rows.map((r) => [r.entity_id, r.id]));
+      assert.ok(jobs.rows.every((j) => eventIds.get(j.token_id) === j.event_id), 'each delivery carries its own event');
+    } finally {
+      for (const id of hooks) await call(server, 'DELETE', `/webhooks/${id}`, { key: server.key });
+    }
+  });
+
   it('the audit log holds create, update, reveal reads and delete, with events for webhooks', async () => {
     const t = await card();
     assert.equal((await patch(t.id, { metadata: { a: 'b' } })).status, 200);
