@@ -5,78 +5,89 @@ import type { Database, Tx } from './database.ts';
  * Group commit for writes that need no transaction of their own: a token created without an
  * idempotency key with its audit entry and token.created event, the audit entry of a read,
  * a reactor's events. Concurrent writes are queued (src/db/coalescer.ts) and written
- * together: each table's rows of the whole batch in one multi-row statement, all tables in
- * one transaction. A caller resolves only once its batch has committed, so a write is as
- * durable and as atomic as one written alone (its rows commit together or not at all), while
- * PostgreSQL runs a few statements and one WAL flush per batch instead of per request.
+ * together as ONE statement: each table's rows of the whole batch in one multi-row INSERT,
+ * the tables' INSERTs as data-modifying CTEs of a single WITH, which PostgreSQL runs
+ * atomically on its own, so a batch costs one round trip and one WAL flush, with no BEGIN
+ * or COMMIT. A caller resolves only once its batch has committed: a write is as durable and
+ * as atomic as one written alone (its rows commit together or not at all).
  *
- * Inside an ambient transaction (a request under an idempotency key, or db.transaction) a
- * write (or one given its transaction) joins it instead, so it commits or rolls back with the rest.
+ * Inside an ambient transaction (a request under an idempotency key, or db.transaction), or
+ * given a transaction, a write runs the same statement in it instead, so it commits or rolls
+ * back with the rest.
  */
-export type TableWriter<Row, Out> = (rows: Row[], tx: Tx) => Promise<Out[] | void>;
+
+/** A data-modifying statement (an INSERT) with its parameters, numbered from $1. */
+export type Statement = { sql: string; params: unknown[] };
+
+export type TableSpec<Row, Out> = {
+  /** The INSERT of a batch's rows. */
+  insert(rows: Row[]): Statement;
+  /**
+   * Each row's result, from what the INSERT returned (its RETURNING clause). At most one
+   * table of a group commit answers this way: the statement's result is that table's rows.
+   */
+  results?: (rows: Row[], returned: Record<string, unknown>[]) => Out[];
+  /**
+   * A statement that follows from the inserted rows within the same statement (webhook
+   * deliveries for events), given the name of the CTE that holds what the INSERT returned;
+   * undefined for none.
+   */
+  follow?: (cte: string) => Statement | undefined;
+};
 
 /** A table registered with a group commit; `of(row)` makes the item that writes one row to it. */
-export type Table<Row, Out> = { name: string; of(row: Row): Item };
+export type Table<Row> = { name: string; of(row: Row): Item };
 
 /** One row bound for one table. */
 export type Item = { table: string; row: unknown };
 
-type Registered = { name: string; write: TableWriter<unknown, unknown>; oneStatement: boolean };
+type Registered = { name: string; cte: string; spec: TableSpec<unknown, unknown> };
 
 export class GroupCommit {
   private readonly db: Database;
-  /** Written in registration order. */
+  /** Their INSERTs appear in registration order. */
   private readonly tables: Registered[] = [];
   private readonly coalescer: Coalescer<Item[], unknown[]>;
 
   constructor(db: Database, opts: { maxBatch?: number; maxInFlight?: number } = {}) {
     this.db = db;
-    this.coalescer = new Coalescer((writes) => this.db.withoutAmbient(() => this.commit(writes)), {
+    this.coalescer = new Coalescer((writes) => this.db.withoutAmbient(() => this.run(writes)), {
       maxBatch: opts.maxBatch ?? 256,
       maxInFlight: opts.maxInFlight ?? 4,
       isolateFailures: true,
     });
   }
 
-  /**
-   * `write` gets the rows of a whole batch and answers with one result per row (or nothing).
-   * `oneStatement`: it runs exactly one statement, which PostgreSQL makes atomic by itself, so
-   * a batch of this table alone needs no BEGIN and COMMIT round trips.
-   */
-  table<Row, Out = void>(name: string, write: TableWriter<Row, Out>, opts: { oneStatement?: boolean } = {}): Table<Row, Out> {
+  table<Row, Out = void>(name: string, spec: TableSpec<Row, Out>): Table<Row> {
+    if (!/^[a-z_]+$/.test(name)) throw new Error(`table name ${name} must be lowercase letters and underscores`);
     if (this.tables.some((t) => t.name === name)) throw new Error(`table ${name} is registered twice`);
-    this.tables.push({ name, write: write as TableWriter<unknown, unknown>, oneStatement: opts.oneStatement ?? false });
+    if (spec.results && this.tables.some((t) => t.spec.results)) throw new Error(`only one table may return results (${name})`);
+    this.tables.push({ name, cte: `w_${name}`, spec: spec as TableSpec<unknown, unknown> });
     return { name, of: (row) => ({ table: name, row }) };
   }
 
   /**
    * Writes the items together (one atomic write) and answers with each item's result, in
-   * order: what its table's writer returned for its row, or undefined.
+   * order: what its table's `results` gave for its row, or undefined.
    */
   write(items: Item[], tx?: Tx): Promise<unknown[]> {
     const unknownTable = items.find((item) => !this.tables.some((t) => t.name === item.table));
     if (unknownTable) return Promise.reject(new Error(`no table ${unknownTable.table} is registered`));
     const joined = tx ?? this.db.ambientTransaction();
-    if (joined) return this.writeAll([items], joined).then(([outs]) => outs);
+    if (joined) return this.run([items], joined).then(([outs]) => outs);
     return this.coalescer.submit(items);
   }
 
-  /** A batch: in a transaction, unless it touches one table whose writer is one statement. */
-  private async commit(writes: Item[][]): Promise<unknown[][]> {
-    const names = new Set(writes.flatMap((items) => items.map((item) => item.table)));
-    const only = names.size === 1 ? this.tables.find((t) => names.has(t.name)) : undefined;
-    if (!only?.oneStatement) return this.db.transaction((tx) => this.writeAll(writes, tx));
-    const client = await this.db.pool.connect();
-    try {
-      return await this.writeAll(writes, client);
-    } finally {
-      client.release();
-    }
-  }
-
-  /** Every write's rows, table by table in registration order; the results are put back per write. */
-  private async writeAll(writes: Item[][], tx: Tx): Promise<unknown[][]> {
+  /** Every write's rows in one statement, table by table; the results are put back per write. */
+  private async run(writes: Item[][], tx?: Tx): Promise<unknown[][]> {
     const outs = writes.map((items) => new Array<unknown>(items.length).fill(undefined));
+    const ctes: string[] = [];
+    const params: unknown[] = [];
+    const add = (name: string, st: Statement) => {
+      ctes.push(`${name} AS (${renumber(st.sql, params.length)})`);
+      params.push(...st.params);
+    };
+    let answering: { table: Registered; rows: unknown[]; at: [number, number][] } | undefined;
     for (const table of this.tables) {
       const rows: unknown[] = [];
       const at: [number, number][] = [];
@@ -88,9 +99,22 @@ export class GroupCommit {
         }),
       );
       if (rows.length === 0) continue;
-      const results = await table.write(rows, tx);
-      if (results) at.forEach(([w, i], k) => (outs[w][i] = results[k]));
+      add(table.cte, table.spec.insert(rows));
+      const follow = table.spec.follow?.(table.cte);
+      if (follow) add(`${table.cte}_follow`, follow);
+      if (table.spec.results) answering = { table, rows, at };
+    }
+    const sql = `WITH ${ctes.join(',\n')}\nSELECT ${answering ? `* FROM ${answering.table.cte}` : '1'}`;
+    const returned = await this.db.query(sql, params, tx);
+    if (answering) {
+      const results = answering.table.spec.results!(answering.rows, returned);
+      answering.at.forEach(([w, i], k) => (outs[w][i] = results[k]));
     }
     return outs;
   }
+}
+
+/** Shifts a statement's $n parameters past those of the statements before it. */
+function renumber(sql: string, offset: number): string {
+  return offset === 0 ? sql : sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + offset}`);
 }

@@ -85,24 +85,13 @@ export async function enqueueMany(
   opts: EnqueueOptions = {},
   tx?: Tx,
 ): Promise<string[]> {
-  return enqueueForTenants(db, kind, payloads.map((payload) => ({ tenantId, payload })), opts, tx);
-}
-
-/** Inserts one job of `kind` per entry, each for its own tenant, in a single statement. */
-export async function enqueueForTenants(
-  db: Database,
-  kind: string,
-  jobs: { tenantId: string | null; payload: unknown }[],
-  opts: EnqueueOptions = {},
-  tx?: Tx,
-): Promise<string[]> {
-  if (jobs.length === 0) return [];
-  const ids = jobs.map(() => uuidv7());
+  if (payloads.length === 0) return [];
+  const ids = payloads.map(() => uuidv7());
   await db.query(
     `INSERT INTO jobs (id, tenant_id, kind, payload, max_attempts, run_at)
-     SELECT id, tenant_id, $3, payload, $5, coalesce($6::timestamptz, now())
-     FROM unnest($1::uuid[], $2::uuid[], $4::jsonb[]) AS j (id, tenant_id, payload)`,
-    [ids, jobs.map((j) => j.tenantId), kind, jobs.map((j) => JSON.stringify(j.payload)), opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, opts.runAt ?? null],
+     SELECT id, $2, $3, payload, $5, coalesce($6::timestamptz, now())
+     FROM unnest($1::uuid[], $4::jsonb[]) AS j (id, payload)`,
+    [ids, tenantId, kind, payloads.map((p) => JSON.stringify(p)), opts.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, opts.runAt ?? null],
     tx,
   );
   return ids;

@@ -1,8 +1,7 @@
 import type { Tx } from '../../db/database.ts';
-import type { GroupCommit, Item } from '../../db/group-commit.ts';
+import type { GroupCommit, Item, Statement } from '../../db/group-commit.ts';
 import { uuidv7 } from '../../db/ids.ts';
-import type { Database } from '../../db/database.ts';
-import { insertEvents } from './store.ts';
+import { insertEventsStatement } from './store.ts';
 
 export type EventService = ReturnType<typeof createEventService>;
 
@@ -11,8 +10,12 @@ export type DomainEvent = { id: string; type: string; entity_id: string | null; 
 /** An event with the tenant it belongs to, as written. */
 export type TenantEvent = DomainEvent & { tenant_id: string };
 
-/** Called in the events' transaction: webhook delivery enqueues its jobs here (an outbox). */
-export type EventSubscriber = (events: TenantEvent[], tx: Tx) => Promise<void>;
+/**
+ * The work events cause, written in the same statement as the events (an outbox): given the
+ * name of the CTE holding the inserted events (id, tenant_id, type, payload, created_at), the
+ * INSERT of that work. Webhook delivery jobs are made this way.
+ */
+export type EventSubscriber = (eventsCte: string) => Statement;
 
 /**
  * Domain events (token.created, reactor.completed, …) recorded in the transaction of the
@@ -20,12 +23,9 @@ export type EventSubscriber = (events: TenantEvent[], tx: Tx) => Promise<void>;
  * neither is lost nor sent for a change that rolled back. Payloads never carry token data.
  * Events with no transaction of their own are group-committed (src/db/group-commit.ts).
  */
-export function createEventService(deps: { db: Database; groupCommit: GroupCommit; subscriber?: EventSubscriber }) {
-  const { db, groupCommit, subscriber } = deps;
-  const eventTable = groupCommit.table<TenantEvent>('events', async (events, tx) => {
-    await insertEvents(db, events, tx);
-    await subscriber?.(events, tx);
-  });
+export function createEventService(deps: { groupCommit: GroupCommit; subscriber?: EventSubscriber }) {
+  const { groupCommit, subscriber } = deps;
+  const eventTable = groupCommit.table<TenantEvent>('events', { insert: insertEventsStatement, follow: subscriber });
 
   function item(tenantId: string, type: string, entityId: string | null, payload: Record<string, unknown>): Item {
     return eventTable.of({ id: uuidv7(), tenant_id: tenantId, type, entity_id: entityId, payload, created_at: new Date() });

@@ -4,7 +4,7 @@ import { uuidv7 } from '../../db/ids.ts';
 import { actorType, type Principal } from '../../access/principal.ts';
 import { ApiError } from '../../http/errors.ts';
 import { cursorPage, decodeCursor } from '../../http/pagination.ts';
-import { insertEvent, insertEventsBatch, listEvents, type AuditEvent } from './store.ts';
+import { insertEvent, insertEventsStatement, listEvents, type AuditEvent } from './store.ts';
 
 export type Actor = Principal | { kind: 'system'; tenantId: string };
 
@@ -22,7 +22,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** The audit log: one event per state change or use of a secret, written in the change's transaction. */
 export function createLogService(deps: { db: Database; groupCommit: GroupCommit }) {
   const { db, groupCommit } = deps;
-  const auditTable = groupCommit.table<Omit<AuditEvent, 'created_at'>>('audit_events', (rows, tx) => insertEventsBatch(db, rows, tx), { oneStatement: true });
+  const auditTable = groupCommit.table<Omit<AuditEvent, 'created_at'>>('audit_events', { insert: insertEventsStatement });
 
   function toRow(actor: Actor, entry: AuditEntry): Omit<AuditEvent, 'created_at'> {
     const system = actor.kind === 'system';

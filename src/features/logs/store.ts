@@ -1,4 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
+import type { Statement } from '../../db/group-commit.ts';
 
 export type AuditEvent = {
   id: string;
@@ -21,12 +22,12 @@ export async function insertEvent(db: Database, tenantId: string, e: Omit<AuditE
   );
 }
 
-/** Many events in one statement (any tenants; each row carries its own), for batched writes. */
-export async function insertEventsBatch(db: Database, events: (Omit<AuditEvent, 'created_at'>)[], tx?: Tx): Promise<void> {
-  await db.query(
-    `INSERT INTO audit_events (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message)
+/** The INSERT of many audit events (any tenants; each row carries its own), for a group commit. */
+export function insertEventsStatement(events: Omit<AuditEvent, 'created_at'>[]): Statement {
+  return {
+    sql: `INSERT INTO audit_events (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message)
      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])`,
-    [
+    params: [
       events.map((e) => e.id),
       events.map((e) => e.tenant_id),
       events.map((e) => e.actor_id),
@@ -36,8 +37,7 @@ export async function insertEventsBatch(db: Database, events: (Omit<AuditEvent, 
       events.map((e) => e.operation),
       events.map((e) => e.message),
     ],
-    tx,
-  );
+  };
 }
 
 export type EventFilter = { entityType?: string; entityId?: string; startDate?: string; endDate?: string; before?: string };

@@ -29,7 +29,8 @@ import {
   findTokens,
   findTokensByKeys,
   insertToken,
-  insertTokens,
+  insertTokensStatement,
+  storedInOrder,
   listTokens,
   listTokensAfter,
   lockFingerprint,
@@ -65,7 +66,7 @@ export type TokenService = ReturnType<typeof createTokenService>;
 
 export function createTokenService(deps: { db: Database; groupCommit: GroupCommit; vault: Vault; logs: LogService; events: EventService; log: Logger }) {
   const { db, groupCommit, vault, logs, events, log } = deps;
-  const tokenTable = groupCommit.table<NewToken & { tenant_id: string }, TokenRow>('tokens', (rows, tx) => insertTokens(db, rows, tx));
+  const tokenTable = groupCommit.table<NewToken & { tenant_id: string }, TokenRow>('tokens', { insert: insertTokensStatement, results: storedInOrder });
   // Reads outside a transaction: concurrent lookups of any tenants share one SELECT.
   const loader = new Coalescer<{ tenantId: string; id: string }, TokenRow | undefined>(
     async (keys) => {

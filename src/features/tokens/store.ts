@@ -1,5 +1,6 @@
 import type { TokenReach } from '../../access/evaluate.ts';
 import type { Database, Tx } from '../../db/database.ts';
+import type { Statement } from '../../db/group-commit.ts';
 
 export type TokenRow = {
   tenant_id: string;
@@ -43,12 +44,13 @@ export async function insertToken(db: Database, tenantId: string, t: NewToken, t
 }
 
 /**
- * Many tokens (any tenants) in one statement, returned in the order given. The rows travel as
- * one JSON document, since their array columns (containers, search values) differ in length.
+ * The INSERT of many tokens (any tenants), for a group commit, returning them as stored. The
+ * rows travel as one JSON document, since their array columns (containers, search values)
+ * differ in length.
  */
-export async function insertTokens(db: Database, rows: (NewToken & { tenant_id: string })[], tx: Tx): Promise<TokenRow[]> {
-  const stored = await db.query<TokenRow>(
-    `INSERT INTO tokens (tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
+export function insertTokensStatement(rows: (NewToken & { tenant_id: string })[]): Statement {
+  return {
+    sql: `INSERT INTO tokens (tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
        search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by)
      SELECT tenant_id, id, type, decode(ciphertext, 'base64'), data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
        search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by
@@ -56,10 +58,13 @@ export async function insertTokens(db: Database, rows: (NewToken & { tenant_id: 
        metadata jsonb, mask text, fingerprint text, fingerprint_expression text, search_indexes text[], search_hashes text[],
        deduplicate_token boolean, views jsonb, expires_at timestamptz, created_by uuid)
      RETURNING ${COLUMNS}`,
-    [JSON.stringify(rows.map((r) => ({ ...r, ciphertext: r.ciphertext.toString('base64') })))],
-    tx,
-  );
-  const byKey = new Map(stored.map((r) => [`${r.tenant_id}/${r.id}`, r]));
+    params: [JSON.stringify(rows.map((r) => ({ ...r, ciphertext: r.ciphertext.toString('base64') })))],
+  };
+}
+
+/** The stored tokens, in the order of `rows`, from what insertTokensStatement returned. */
+export function storedInOrder(rows: { tenant_id: string; id: string }[], returned: Record<string, unknown>[]): TokenRow[] {
+  const byKey = new Map((returned as TokenRow[]).map((r) => [`${r.tenant_id}/${r.id}`, r]));
   return rows.map((r) => byKey.get(`${r.tenant_id}/${r.id}`)!);
 }
 

@@ -2,19 +2,19 @@ import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { isForeignKeyViolation, type Database, type Tx } from '../../db/database.ts';
 import { uuidv4, uuidv7 } from '../../db/ids.ts';
-import { enqueueForTenants, type ClaimedJob } from '../../db/jobs.ts';
+import type { ClaimedJob } from '../../db/jobs.ts';
+import type { Statement } from '../../db/group-commit.ts';
 import type { Principal } from '../../access/principal.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
-import type { TenantEvent } from '../events/service.ts';
 import type { LogService } from '../logs/service.ts';
 import { ALL_EVENTS, WEBHOOK_EVENT_TYPES } from './schema.ts';
 import {
   deleteOldDeliveriesAcrossTenants,
   deleteWebhook,
-  findEnabledWebhooks,
+  insertDeliveryJobsStatement,
   findWebhook,
   findWebhookWithSecret,
   insertDelivery,
@@ -124,18 +124,9 @@ export function createWebhookService(deps: {
       return offsetPage(rows, total, q);
     },
 
-    /** The events subscriber: one delivery job per event and subscribed endpoint, in the events' transaction. */
-    async enqueueDeliveries(events: TenantEvent[], tx: Tx): Promise<void> {
-      const hooks = await findEnabledWebhooks(db, [...new Set(events.map((e) => e.tenant_id))], tx);
-      if (hooks.length === 0) return;
-      const jobs: { tenantId: string; payload: DeliveryPayload }[] = [];
-      for (const event of events) {
-        const snapshot = { id: event.id, type: event.type, created_at: event.created_at.toISOString(), data: event.payload };
-        for (const hook of hooks) {
-          if (hook.tenant_id === event.tenant_id && subscribes(hook.events, event.type)) jobs.push({ tenantId: event.tenant_id, payload: { webhook_id: hook.id, event: snapshot } });
-        }
-      }
-      await enqueueForTenants(db, DELIVER_JOB, jobs, { maxAttempts: deps.maxAttempts }, tx);
+    /** The events subscriber: one delivery job per event and subscribed endpoint, in the statement that writes the events. */
+    deliveriesFor(eventsCte: string): Statement {
+      return insertDeliveryJobsStatement(eventsCte, DELIVER_JOB, deps.maxAttempts);
     },
 
     /**

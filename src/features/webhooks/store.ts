@@ -1,4 +1,6 @@
 import type { Database, Tx } from '../../db/database.ts';
+import type { Statement } from '../../db/group-commit.ts';
+import { ALL_EVENTS } from './schema.ts';
 
 export type WebhookStatus = 'enabled' | 'disabled';
 
@@ -91,13 +93,20 @@ export async function deleteWebhook(db: Database, tenantId: string, id: string, 
 }
 
 /** The enabled webhooks an event of this type goes to; runs in the transaction of every event. */
-/** The enabled webhooks of these tenants with the event types each subscribes to. */
-export async function findEnabledWebhooks(db: Database, tenantIds: string[], tx?: Tx): Promise<{ id: string; tenant_id: string; events: string[] }[]> {
-  return db.query<{ id: string; tenant_id: string; events: string[] }>(
-    `SELECT id, tenant_id, events FROM webhooks WHERE tenant_id = ANY($1::uuid[]) AND status = 'enabled' ORDER BY id`,
-    [tenantIds],
-    tx,
-  );
+/**
+ * One delivery job per event (rows of the CTE `eventsCte`: id, tenant_id, type, payload,
+ * created_at) and enabled webhook of its tenant subscribed to its type: the outbox INSERT
+ * that runs in the statement that writes the events. The payload is what a delivery sends
+ * (DeliveryPayload): the webhook id and the event as it was, its time in UTC as ISO 8601.
+ */
+export function insertDeliveryJobsStatement(eventsCte: string, kind: string, maxAttempts: number): Statement {
+  return {
+    sql: `INSERT INTO jobs (id, tenant_id, kind, payload, max_attempts)
+     SELECT gen_random_uuid(), e.tenant_id, $1::text, jsonb_build_object('webhook_id', w.id, 'event', jsonb_build_object(
+         'id', e.id, 'type', e.type, 'created_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', e.payload)), $2::int
+     FROM ${eventsCte} e JOIN webhooks w ON w.tenant_id = e.tenant_id AND w.status = 'enabled' AND (e.type = ANY(w.events) OR $3::text = ANY(w.events))`,
+    params: [kind, maxAttempts, ALL_EVENTS],
+  };
 }
 
 export async function insertDelivery(
