@@ -579,6 +579,33 @@ describe('POST /reactors/{id}/react', () => {
       assert.ok((uses.body.data as any[]).some((e) => e.operation === 'use' && e.actor_id === invoker.id), uses.text);
     });
 
+    it("the invocation's audit entries and reactor.invoked are durable before the code's first call leaves Coffer", async () => {
+      const id = await reactor(`module.exports = async (req) => {
+        await fetch(req.args.url, { method: 'POST', body: req.args.body });
+        return { raw: { sent: true } };
+      };`);
+      const path = `/audit-first-${randomUUID()}`;
+      // What the database held at the moment the request arrived, read by another connection.
+      let seen: { uses: number; reacts: number; invoked: number; completed: number } | undefined;
+      receiver.answer(path, () =>
+        sql.query(
+          `SELECT (SELECT count(*)::int FROM audit_events WHERE entity_id = $1 AND operation = 'use' AND actor_id = $3) AS uses,
+                  (SELECT count(*)::int FROM audit_events WHERE entity_id = $2 AND operation = 'react') AS reacts,
+                  (SELECT count(*)::int FROM events WHERE entity_id = $2 AND type = 'reactor.invoked') AS invoked,
+                  (SELECT count(*)::int FROM events WHERE entity_id = $2 AND type = 'reactor.completed') AS completed`,
+          [secret, id, invoker.id],
+        ).then((r) => {
+          seen = r.rows[0];
+          return 200;
+        }),
+      );
+      const usesBefore = (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND operation = 'use' AND actor_id = $2`, [secret, invoker.id])).rows[0].n;
+      await reacted(id, { args: { url: receiver.url(path), body: `{{ ${secret} }}` } });
+      assert.equal(receiver.at(path)[0].body, SECRET);
+      assert.deepEqual(seen, { uses: usesBefore + 1, reacts: 1, invoked: 1, completed: 0 });
+      assert.deepEqual((await eventsOf(id)).map((e) => e.type), ['reactor.invoked', 'reactor.completed']);
+    });
+
     it('a failed run records reactor.invoked and reactor.failed with the status', async () => {
       const id = await reactor(`module.exports = async () => { throw new Error('nope'); };`);
       await react(id);

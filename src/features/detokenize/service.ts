@@ -1,4 +1,5 @@
 import type { Principal } from '../../access/principal.ts';
+import type { Item } from '../../db/group-commit.ts';
 import { ExpressionError, isTemplate, parseTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { TokenService, TokenView } from '../tokens/service.ts';
@@ -43,6 +44,8 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
       permission: 'token:read' | 'token:use' = 'token:read',
       at = 'body',
       maxTokens?: number,
+      /** Where the uses' audit entries go when the caller writes them (see TokenService.resolveForUse). */
+      deferAudit?: Item[],
     ): Promise<unknown> {
       const found: Found[] = [];
       collect(body, at, found, 0);
@@ -55,7 +58,7 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
       if (maxTokens !== undefined && new Set(ids).size > maxTokens) {
         throw ApiError.field(at, `${new Set(ids).size} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
       }
-      const views = await tokens.resolveForUse(principal, ids, permission);
+      const views = await tokens.resolveForUse(principal, ids, permission, deferAudit);
       for (const r of refs) {
         if (r.form === 'data' && views.get(r.id)!.data === undefined) {
           throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (its transform redacts it).`);

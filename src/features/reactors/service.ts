@@ -1,6 +1,6 @@
 import { wildcardPattern } from '../../db/like.ts';
 import type { Database, Tx } from '../../db/database.ts';
-import type { GroupCommit } from '../../db/group-commit.ts';
+import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
 import type { Notifier } from '../../db/notifications.ts';
@@ -146,9 +146,10 @@ export function createReactorService(deps: {
    * user faults. Events are the callers' business: a sync run and an async one record them at
    * different moments (see react and accept).
    */
-  async function execute(reactor: Reactor, caller: Principal, args: unknown, timeoutMs: number): Promise<Outcome> {
+  async function execute(reactor: Reactor, caller: Principal, args: unknown, timeoutMs: number, beforeEgress?: () => Promise<void>): Promise<Outcome> {
     const app = await appPrincipal(reactor);
-    const sdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body')) : undefined;
+    const tokenSdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body')) : undefined;
+    const sdk = tokenSdk && beforeEgress ? gated(tokenSdk, beforeEgress) : tokenSdk;
     const result = await gate.run(() => sandbox.run({
       tenantId: reactor.tenant_id,
       cacheKey: `${reactor.tenant_id}:${reactor.id}:${reactor.version}`,
@@ -156,6 +157,7 @@ export function createReactorService(deps: {
       req: { args: args ?? null, configuration: reactor.configuration },
       sdk,
       fetch: async (r) => {
+        await beforeEgress?.();
         try {
           const res = await outbound.request({ url: r.url, method: r.method, headers: r.headers, body: r.body, followRedirects: true });
           return { status: res.status, headers: flatten(res.headers), body: res.body.toString('utf8') };
@@ -167,25 +169,27 @@ export function createReactorService(deps: {
       limits: { timeoutMs, memoryMb: limits.memoryMb },
       purpose: 'reactor',
     }));
-    return result.ok ? finish(reactor, app ?? caller, result.value) : failed(result.error);
+    return result.ok ? finish(reactor, app ?? caller, result.value, beforeEgress) : failed(result.error);
   }
 
   /** reactor.completed or reactor.failed, with the request id Retrieve result takes. */
-  function emitSettled(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome, tx?: Tx): Promise<void> {
-    return events.emit(reactor.tenant_id, outcome.ok ? 'reactor.completed' : 'reactor.failed', reactor.id, {
+  function settledEvent(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Pick<Outcome, 'ok'> & { status?: number }): Item {
+    return events.item(reactor.tenant_id, outcome.ok ? 'reactor.completed' : 'reactor.failed', reactor.id, {
       reactor_id: reactor.id,
       request_id: requestId,
       ...(outcome.ok ? {} : { status: outcome.status }),
-    }, tx);
+    });
   }
 
-  async function finish(reactor: Reactor, tokenizer: Principal, value: unknown): Promise<Outcome> {
+  async function finish(reactor: Reactor, tokenizer: Principal, value: unknown, beforeEgress?: () => Promise<void>): Promise<Outcome> {
     if (value === undefined || value === null) return { ok: true, response: {} };
     if (typeof value !== 'object' || Array.isArray(value)) {
       return { ok: false, status: 422, detail: 'The reactor must return an object with optional "raw" and "tokenize".' };
     }
     const { raw, tokenize } = value as { raw?: unknown; tokenize?: unknown };
     if (tokenize === undefined || tokenize === null) return { ok: true, response: raw === undefined ? {} : { raw } };
+    // Tokens made from what the code returns are written after the invocation's audit.
+    await beforeEgress?.();
     try {
       // The point of tokenizing is that the caller gets tokens instead of data: none is shown.
       const created = await tokens.tokenize(tokenizer, tokenize, (v) => presentToken({ ...v, data: undefined, transform: 'redact' }));
@@ -199,9 +203,34 @@ export function createReactorService(deps: {
     }
   }
 
-  /** Detokenizes the caller's args with token:use, at most `maxTokens` tokens. */
-  function detokenizeArgs(principal: Principal, args: unknown): Promise<unknown> {
-    return detokenize.detokenize(principal, args ?? null, 'token:use', 'body.args', limits.maxTokens);
+  /** Detokenizes the caller's args with token:use, at most `maxTokens` tokens; `deferAudit` as in TokenService.resolveForUse. */
+  function detokenizeArgs(principal: Principal, args: unknown, deferAudit?: Item[]): Promise<unknown> {
+    return detokenize.detokenize(principal, args ?? null, 'token:use', 'body.args', limits.maxTokens, deferAudit);
+  }
+
+  /**
+   * A sync invocation's audit entries and reactor.invoked, written before anything leaves
+   * Coffer: when the code first calls out (fetch, a token operation, a tokenize block), or
+   * else in one write with reactor.completed before the reply. Until then the data is only
+   * in the isolate, which can reach nothing but through those calls.
+   */
+  function auditBeforeEgress(items: Item[]) {
+    let written: Promise<unknown> | undefined;
+    return {
+      flush: async (): Promise<void> => {
+        await (written ??= groupCommit.write(items));
+      },
+      /** Writes `last`, with the items if they are not written yet. */
+      async finish(last: Item): Promise<void> {
+        if (!written) {
+          written = groupCommit.write([...items, last]);
+          await written;
+          return;
+        }
+        await written;
+        await groupCommit.write([last]);
+      },
+    };
   }
 
   async function accept(principal: Principal, reactor: Reactor, args: unknown, callbackUrl: string | undefined): Promise<string> {
@@ -233,7 +262,7 @@ export function createReactorService(deps: {
     const sealed = await vault.encrypt(reactor.tenant_id, `reactor-result:${requestId}`, outcome);
     return db.transaction(async (tx) => {
       const stored = await completeResult(db, reactor.tenant_id, { id: requestId, status: outcome.ok ? 'completed' : 'failed', ciphertext: sealed.ciphertext, data_key_id: sealed.dataKeyId }, tx);
-      if (stored) await emitSettled(reactor, requestId, outcome, tx);
+      if (stored) await groupCommit.write([settledEvent(reactor, requestId, outcome)], tx);
       return stored;
     });
   }
@@ -331,22 +360,23 @@ export function createReactorService(deps: {
     async react(principal: Principal, id: string, args: unknown): Promise<{ tokens?: unknown; raw?: unknown }> {
       const reactor = await live(principal, id);
       // Nothing is recorded, and no code runs, unless every token may be used.
-      const plain = await detokenizeArgs(principal, args);
+      const uses: Item[] = [];
+      const plain = await detokenizeArgs(principal, args, uses);
       const requestId = uuidv4();
-      // Durable before any code runs, and committed together with other requests' writes.
-      await groupCommit.write([
+      const audit = auditBeforeEgress([
+        ...uses,
         logs.item(principal, { entityType: 'reactor', entityId: id, operation: 'react', message: `Reactor invoked (request ${requestId})` }),
         events.item(principal.tenantId, 'reactor.invoked', id, { reactor_id: id, request_id: requestId }),
       ]);
       let outcome: Outcome;
       try {
-        outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs);
+        outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs, audit.flush);
       } catch (err) {
         // Not the code's fault (busy, or Coffer failed): the invocation still ends in reactor.failed.
-        await emitSettled(reactor, requestId, { ok: false, status: err instanceof ApiError ? err.status : 500, detail: '' }).catch(() => undefined);
+        await audit.finish(settledEvent(reactor, requestId, { ok: false, status: err instanceof ApiError ? err.status : 500 })).catch(() => undefined);
         throw err;
       }
-      await emitSettled(reactor, requestId, outcome);
+      await audit.finish(settledEvent(reactor, requestId, outcome));
       if (!outcome.ok) throw new ReactorProblem(outcome);
       return outcome.response;
     },
@@ -489,4 +519,12 @@ class Gate {
 
 function configAad(reactorId: string): string {
   return `reactor-configuration:${reactorId}`;
+}
+
+/** The SDK with `before` awaited ahead of every call: token operations happen only after it. */
+function gated(sdk: SdkHost, before: () => Promise<void>): SdkHost {
+  return Object.fromEntries(Object.entries(sdk).map(([name, call]) => [name, async (...a: unknown[]) => {
+    await before();
+    return (call as (...b: unknown[]) => Promise<unknown>)(...a);
+  }])) as SdkHost;
 }

@@ -1,6 +1,6 @@
 import { Coalescer } from '../../db/coalescer.ts';
 import type { Database, Tx } from '../../db/database.ts';
-import type { GroupCommit } from '../../db/group-commit.ts';
+import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { isUniqueViolation } from '../../db/database.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import type { Logger } from '../../logger.ts';
@@ -368,9 +368,11 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
 
     /**
      * Loads tokens for detokenization (token:read), reactors and proxies (token:use): every
-     * id must exist (400 naming it) and be permitted (403). Each use is audit-logged.
+     * id must exist (400 naming it) and be permitted (403). Each use is audit-logged before
+     * this resolves, or, given `deferAudit`, its audit entries are added there for the caller
+     * to write before the data leaves Coffer.
      */
-    async resolveForUse(principal: Principal, ids: string[], permission: 'token:read' | 'token:use'): Promise<Map<string, TokenView>> {
+    async resolveForUse(principal: Principal, ids: string[], permission: 'token:read' | 'token:use', deferAudit?: Item[]): Promise<Map<string, TokenView>> {
       const unique = [...new Set(ids)];
       const rows = await load(principal.tenantId, unique);
       const found = new Map(rows.map((r) => [r.id, r]));
@@ -379,7 +381,10 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       const out = new Map<string, TokenView>();
       for (const row of rows) out.set(row.id, await view(row, permitted(principal, permission, row)));
       const operation = permission === 'token:use' ? 'use' : 'detokenize';
-      await logs.useMany(principal, [...out.values()].map((v) => ({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` })));
+      const entries = [...out.values()].map((v) => ({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` }));
+      // The caller writes them itself, before any of the data leaves Coffer (reactors).
+      if (deferAudit) deferAudit.push(...entries.map((e) => logs.item(principal, e)));
+      else await logs.useMany(principal, entries);
       return out;
     },
 
