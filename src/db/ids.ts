@@ -1,23 +1,7 @@
-import { randomFillSync, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { randomBytesPooled } from '../random.ts';
 
 export const uuidv4 = (): string => randomUUID();
-
-// Random bytes are drawn from the CSPRNG a block at a time: one call per 256 ids instead of one per id.
-const POOL_BYTES = 16 * 256;
-const pool = Buffer.alloc(POOL_BYTES);
-let poolAt = POOL_BYTES;
-
-/** 16 fresh random bytes, in a buffer of their own (the ids are built in it). */
-function random16(): Buffer {
-  if (poolAt === POOL_BYTES) {
-    randomFillSync(pool);
-    poolAt = 0;
-  }
-  const b = Buffer.from(pool.subarray(poolAt, poolAt + 16));
-  pool.fill(0, poolAt, poolAt + 16); // used bytes do not linger in the pool
-  poolAt += 16;
-  return b;
-}
 
 let lastMs = 0;
 let counter = 0;
@@ -28,7 +12,7 @@ let counter = 0;
  * order even within a millisecond; the rest is random.
  */
 export function uuidv7(): string {
-  const b = random16();
+  const b = randomBytesPooled(16);
   let ms = Date.now();
   if (ms > lastMs) {
     lastMs = ms;

@@ -17,8 +17,20 @@ export function render(t: Template, scope: Scope): unknown {
   return out;
 }
 
+// Parsed templates are immutable, and the same few (each token type's mask and fingerprint,
+// a proxy's or token's own) are evaluated on every write: parse each once. Bounded, oldest out.
+const parsed = new Map<string, Template>();
+const MAX_PARSED = 1000;
+
 export function evaluate(source: string, mode: Mode, scope: Scope): unknown {
-  return render(parseTemplate(source, mode), scope);
+  const key = `${mode}:${source}`;
+  let template = parsed.get(key);
+  if (template === undefined) {
+    template = parseTemplate(source, mode);
+    if (parsed.size >= MAX_PARSED) parsed.delete(parsed.keys().next().value!);
+    parsed.set(key, template);
+  }
+  return render(template, scope);
 }
 
 function output(t: Template, o: Output, scope: Scope): unknown {

@@ -45,10 +45,28 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
       const idem = request.idempotency;
       return idem ? db.withAmbient(idem.tx, () => handler.call(this, request, reply)) : handler.call(this, request, reply);
     };
-    route.preHandler = [...[route.preHandler ?? []].flat(), claim];
-    route.onSend = [...[route.onSend ?? []].flat(), settle];
-    route.onResponse = [...[route.onResponse ?? []].flat(), release];
+    route.preHandler = [...[route.preHandler ?? []].flat(), claimHook];
+    route.onSend = [...[route.onSend ?? []].flat(), settleHook];
+    route.onResponse = [...[route.onResponse ?? []].flat(), releaseHook];
   });
+
+  // Callback-style hooks: a request without an idempotency key (most of them) passes each at
+  // once, without a promise to settle.
+  function claimHook(request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void {
+    if (request.headers[HEADER] === undefined || !request.principal) return done();
+    // A replay has been sent from the hook: the handler must not run, so done is not called.
+    claim(request, reply).then(() => (reply.sent ? undefined : done()), done);
+  }
+
+  function settleHook(request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: Error | null, payload?: unknown) => void): void {
+    if (!request.idempotency || request.idempotency.done) return done(null, payload);
+    settle(request, reply, payload).then((p) => done(null, p), done);
+  }
+
+  function releaseHook(request: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+    if (!request.idempotency || request.idempotency.done) return done();
+    release(request).then(done, done);
+  }
 
   async function claim(request: FastifyRequest, reply: FastifyReply) {
     const raw = request.headers[HEADER];

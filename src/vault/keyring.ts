@@ -2,6 +2,7 @@ import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type Ke
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../logger.ts';
+import { randomBytesPooled } from '../random.ts';
 
 /**
  * Key-encryption keys (KEKs). They never encrypt token data themselves: they wrap the
@@ -95,7 +96,7 @@ const TAG = 16;
 
 /** AES-256-GCM: iv ‖ tag ‖ ciphertext, with the caller's additional authenticated data. */
 export function seal(key: KeyObject, plaintext: Buffer, aad: Buffer): Buffer {
-  const iv = randomBytes(IV);
+  const iv = randomBytesPooled(IV);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(aad);
   const ct = Buffer.concat([cipher.update(plaintext), cipher.final()]);
