@@ -359,6 +359,12 @@ export function createProxyService(deps: {
         res.body.resume();
         return { status: res.status, headers, body: Buffer.alloc(0) };
       }
+      // A small body of known length goes back in one piece: the reply is then written with
+      // its headers in one write, where a stream costs a write (and a chunk) per part.
+      const length = Number(header(headers, 'content-length'));
+      if (Number.isSafeInteger(length) && length <= BUFFERED_RESPONSE_BYTES) {
+        return { status: res.status, headers, body: await readAll(res.body, BUFFERED_RESPONSE_BYTES, deps.timeoutMs) };
+      }
       return { status: res.status, headers, body: res.body };
     }
     let raw = await readAll(res.body, deps.maxBodyBytes, deps.timeoutMs);
@@ -701,6 +707,9 @@ function asText(v: unknown): string {
   if (v === null || v === undefined) return '';
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
+
+/** Responses up to this declared length are read whole rather than streamed (see respond). */
+const BUFFERED_RESPONSE_BYTES = 64 * 1024;
 
 async function readAll(body: Readable, limit: number, timeoutMs: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
