@@ -2,11 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { sleep } from './coffer.ts';
 
 /**
- * The clients of the crash test. Every request carries its own SVC-IDEMPOTENCY-KEY and a
- * payload no other request has (its sequence number is in the data and in metadata.seq),
- * and is sent again with the same key and body until the server acknowledges it with a
+ * The clients of the crash test. Nine requests in ten carry their own SVC-IDEMPOTENCY-KEY and
+ * a payload no other request has (its sequence number is in the data and in metadata.seq),
+ * and are sent again with the same key and body until the server acknowledges them with a
  * 201: a connection error (the server was killed) or a 5xx → retry after a moment; a 409
  * (the key is still held by a request on a connection that is going away) → retry too.
+ * The tenth has no key, as a client that does not retry sends it: a create of that kind is
+ * group-committed with others (src/db/group-commit.ts). It is sent once; acknowledged, its
+ * token must exist like any other; not acknowledged, it may or may not.
  */
 
 /** One token a request asks for: which leaf of the body, its type and its data. */
@@ -14,7 +17,8 @@ export type Part = { part: string; type: string; data: unknown };
 
 export type Request = {
   seq: number;
-  key: string;
+  /** null: sent once, without SVC-IDEMPOTENCY-KEY. */
+  key: string | null;
   path: '/tokens' | '/tokenize';
   body: unknown;
   parts: Part[];
@@ -26,6 +30,8 @@ export type Request = {
   attempts: number;
   /** A 4xx other than 409: the request can never succeed (a bug in the server or the test). */
   rejected?: string;
+  /** A request without a key that got no 201: whether it took effect is unknown, and it is not retried. */
+  unknown?: boolean;
 };
 
 export type LoadStats = { sent: number; networkErrors: number; conflicts: number; serverErrors: number; replayedAcks: number };
@@ -47,7 +53,10 @@ export function cardNumber(seq: number): string {
   return body + String((10 - (sum % 10)) % 10);
 }
 
-/** Seven in ten requests create a `token`, two a `card`, one tokenizes both at once (all or nothing). */
+/**
+ * Six in ten requests create a `token`, two a `card`, one tokenizes both at once (all or
+ * nothing), each with a key; one creates a `token` without a key.
+ */
 export function makeRequest(seq: number): Request {
   const meta = (part: string) => ({ seq: String(seq), part });
   const token: Part = { part: 'a', type: 'token', data: { n: seq, note: `crash test value ${seq}` } };
@@ -57,6 +66,8 @@ export function makeRequest(seq: number): Request {
     case 7:
     case 8:
       return { ...base, path: '/tokens', parts: [card], body: { type: card.type, data: card.data, metadata: meta('b') } };
+    case 6:
+      return { ...base, key: null, path: '/tokens', parts: [token], body: { type: token.type, data: token.data, metadata: meta('a') } };
     case 9:
       return {
         ...base,
@@ -79,7 +90,7 @@ export async function post(url: string, apiKey: string, req: Request, timeoutMs 
   try {
     const res = await fetch(url + req.path, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'svc-api-key': apiKey, 'svc-idempotency-key': req.key },
+      headers: { 'content-type': 'application/json', 'svc-api-key': apiKey, ...(req.key === null ? {} : { 'svc-idempotency-key': req.key }) },
       body: JSON.stringify(req.body),
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -108,6 +119,12 @@ export async function sendUntilAcked(url: string, apiKey: string, req: Request, 
     req.attempts++;
     stats.sent++;
     const res = await post(url, apiKey, req);
+    if (req.key === null && ('error' in res || res.status !== 201)) {
+      // Without a key a retry could create a second token: the outcome stays unknown.
+      if ('error' in res) stats.networkErrors++;
+      req.unknown = true;
+      return;
+    }
     if ('error' in res) {
       stats.networkErrors++;
       await sleep(50 + Math.random() * 100);
