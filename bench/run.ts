@@ -330,9 +330,9 @@ const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
-  // Capped so the 16 runs (9 scenario runs, 5 baselines, the two one-connection pairs) plus start-ups stay under 20 minutes
-  // (each run is a 2 s warm-up plus this: about 17 minutes at 60 s).
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 60) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 60 (got "${raw}")`);
+  // Capped so the 27 runs (9 scenario runs, 16 baselines bracketing 8 scenarios, the two one-connection pairs) plus
+  // start-ups stay under 20 minutes (each run is a 2 s warm-up plus this: about 17 minutes at 35 s).
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 35) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 35 (got "${raw}")`);
   return Number(raw);
 }
 
@@ -486,15 +486,17 @@ async function main(): Promise<number> {
       return load(label, server.url, reqs, connections, duration);
     };
 
-    // Each baseline is measured once per connection count, right before the first scenario that needs it.
-    const baselineResults = new Map<string, Result>();
+    // Each scenario is bracketed by its baseline, measured right before and right after it: the
+    // machine's speed drifts over minutes (2 shared cores), and the mean of the two cancels a drift.
     const rows: Row[] = [];
+    const brackets = new Map<string, { before: number; after: number }>();
     for (const s of selected) {
-      const baseKey = `${s.baseline}@${s.connections}`;
-      if (!baselineResults.has(baseKey)) baselineResults.set(baseKey, await measure(s.baseline, baselines[s.baseline], s.connections));
-      const base = baselineResults.get(baseKey)!;
+      const before = await measure(`${s.baseline} (before ${s.name})`, baselines[s.baseline], s.connections);
       const r = await measure(s.name, s, s.connections);
-      const ratio = r.requests.average / base.requests.average;
+      const after = await measure(`${s.baseline} (after ${s.name})`, baselines[s.baseline], s.connections);
+      const base = meanOf(before, after);
+      brackets.set(s.name, { before: before.requests.average, after: after.requests.average });
+      const ratio = r.requests.average / base.rps;
       const misses = [
         ...(ratio < s.target ? [`ratio ${ratio.toFixed(2)} < ${s.target.toFixed(2)}`] : []),
         ...(s.p99_target_ms !== undefined && r.latency.p99 > s.p99_target_ms ? [`p99 ${r.latency.p99} ms > ${s.p99_target_ms} ms`] : []),
@@ -505,9 +507,9 @@ async function main(): Promise<number> {
         p50_ms: r.latency.p50,
         p99_ms: r.latency.p99,
         baseline: s.baseline,
-        baseline_rps: base.requests.average,
-        baseline_p50_ms: base.latency.p50,
-        baseline_p99_ms: base.latency.p99,
+        baseline_rps: base.rps,
+        baseline_p50_ms: base.p50,
+        baseline_p99_ms: base.p99,
         ratio,
         target_ratio: s.target,
         p99_target_ms: s.p99_target_ms,
@@ -620,6 +622,9 @@ async function main(): Promise<number> {
       ratio: Number(r.ratio.toFixed(3)),
       target_ratio: r.target_ratio,
       ...(r.p99_target_ms !== undefined ? { p99_target_ms: r.p99_target_ms } : {}),
+      ...(brackets.has(r.scenario)
+        ? { baseline_rps_before: Math.round(brackets.get(r.scenario)!.before), baseline_rps_after: Math.round(brackets.get(r.scenario)!.after) }
+        : {}),
       ...extras.get(r.scenario),
     }));
     const latencyRows = [overhead, added].filter((r) => r !== undefined);
@@ -642,6 +647,12 @@ async function main(): Promise<number> {
   } finally {
     await cleanup();
   }
+}
+
+/** A baseline's figures as the mean of its runs before and after the scenario. */
+function meanOf(a: Result, b: Result): { rps: number; p50: number; p99: number } {
+  const mean = (x: number, y: number) => Math.round(((x + y) / 2) * 100) / 100;
+  return { rps: (a.requests.average + b.requests.average) / 2, p50: mean(a.latency.p50, b.latency.p50), p99: mean(a.latency.p99, b.latency.p99) };
 }
 
 /** A pool on Coffer's embedded PostgreSQL for the length of `fn`. */
