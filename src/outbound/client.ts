@@ -4,7 +4,7 @@ import type { ConnectionOptions } from 'node:tls';
 import { Agent, type Dispatcher } from 'undici';
 import { createGuardedConnector, type Resolver, systemResolver } from './connect.ts';
 import { describeTarget, OutboundError, toOutboundError } from './errors.ts';
-import { BODY_HEADERS, CREDENTIAL_HEADERS, type HeaderMap, prepareHeaders, prepareMethod, responseHeaders, withoutHeaders } from './headers.ts';
+import { BODY_HEADERS, CREDENTIAL_HEADERS, prepareHeaders, prepareMethod, responseHeaders, withoutHeaders } from './headers.ts';
 import { AddressPolicy, stripBrackets } from './policy.ts';
 
 export { OutboundError } from './errors.ts';

@@ -4,7 +4,7 @@ import { uuidv7 } from '../../db/ids.ts';
 import { actorType, type Principal } from '../../access/principal.ts';
 import { ApiError } from '../../http/errors.ts';
 import { cursorPage, decodeCursor } from '../../http/pagination.ts';
-import { insertEvent, insertEventsStatement, listEvents, type AuditEvent } from './store.ts';
+import { insertEventsStatement, listEvents, type AuditEvent } from './store.ts';
 
 export type Actor = Principal | { kind: 'system'; tenantId: string };
 
@@ -38,10 +38,9 @@ export function createLogService(deps: { db: Database; groupCommit: GroupCommit 
     };
   }
   return {
+    /** Records a change in `tx` (or the ambient transaction), or else group-committed on its own. */
     async record(actor: Actor, entry: AuditEntry, tx?: Tx): Promise<void> {
-      const row = toRow(actor, entry);
-      const { tenant_id, ...rest } = row;
-      await insertEvent(db, tenant_id, rest, tx);
+      await groupCommit.write([auditTable.of(toRow(actor, entry))], tx);
     },
 
     /**

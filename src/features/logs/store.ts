@@ -1,4 +1,4 @@
-import type { Database, Tx } from '../../db/database.ts';
+import type { Database } from '../../db/database.ts';
 import type { Statement } from '../../db/group-commit.ts';
 
 export type AuditEvent = {
@@ -12,15 +12,6 @@ export type AuditEvent = {
   message: string;
   created_at: Date;
 };
-
-export async function insertEvent(db: Database, tenantId: string, e: Omit<AuditEvent, 'tenant_id' | 'created_at'>, tx?: Tx): Promise<void> {
-  await db.query(
-    `INSERT INTO audit_events (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [e.id, tenantId, e.actor_id, e.actor_type, e.entity_type, e.entity_id, e.operation, e.message],
-    tx,
-  );
-}
 
 /** The INSERT of many audit events (any tenants; each row carries its own), for a group commit. */
 export function insertEventsStatement(events: Omit<AuditEvent, 'created_at'>[]): Statement {

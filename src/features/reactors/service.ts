@@ -1,5 +1,5 @@
 import { wildcardPattern } from '../../db/like.ts';
-import type { Database, Tx } from '../../db/database.ts';
+import type { Database } from '../../db/database.ts';
 import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import { enqueue, type ClaimedJob } from '../../db/jobs.ts';

@@ -1,6 +1,6 @@
 import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { isForeignKeyViolation, type Database, type Tx } from '../../db/database.ts';
+import { isForeignKeyViolation, type Database } from '../../db/database.ts';
 import { uuidv4, uuidv7 } from '../../db/ids.ts';
 import type { ClaimedJob } from '../../db/jobs.ts';
 import type { Statement } from '../../db/group-commit.ts';
