@@ -105,6 +105,24 @@ describe('POST /tokens', () => {
       assert.equal(back.body.fingerprint, t.fingerprint);
     });
 
+    it('what POST /tokens answers is what GET /tokens/{id} then reads, every field', async () => {
+      const t = await created(
+        {
+          type: 'token',
+          data: { reference: 'order-77', amount: 1250 },
+          containers: ['/general/orders/'],
+          metadata: { customer: 'c-1', channel: 'web' },
+          search_indexes: ['{{ data.reference }}'],
+          fingerprint_expression: '{{ data.reference }}',
+          expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+        },
+        reveal,
+      );
+      const back = await read(t.id);
+      assert.equal(back.status, 200, back.text);
+      assert.deepEqual(back.body, t);
+    });
+
     it('card fingerprints follow the number only', async () => {
       const a = await created({ type: 'card', data: { number: VISA, expiration_month: 1, expiration_year: YEAR } });
       const b = await created({ type: 'card', data: { number: VISA, expiration_month: 2, expiration_year: YEAR + 1, cvc: '999' } });

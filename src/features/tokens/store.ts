@@ -44,9 +44,9 @@ export async function insertToken(db: Database, tenantId: string, t: NewToken, t
 }
 
 /**
- * The INSERT of many tokens (any tenants), for a group commit, returning them as stored. The
- * rows travel as one JSON document, since their array columns (containers, search values)
- * differ in length.
+ * The INSERT of many tokens (any tenants), for a group commit. The rows travel as one JSON
+ * document, since their array columns (containers, search values) differ in length. Only what
+ * the database adds comes back (created_at): the rest is what was sent.
  */
 export function insertTokensStatement(rows: (NewToken & { tenant_id: string })[]): Statement {
   return {
@@ -57,15 +57,19 @@ export function insertTokensStatement(rows: (NewToken & { tenant_id: string })[]
      FROM jsonb_to_recordset($1::jsonb) AS t (tenant_id uuid, id text, type text, ciphertext text, data_key_id uuid, containers text[],
        metadata jsonb, mask text, fingerprint text, fingerprint_expression text, search_indexes text[], search_hashes text[],
        deduplicate_token boolean, views jsonb, expires_at timestamptz, created_by uuid)
-     RETURNING ${COLUMNS}`,
+     RETURNING tenant_id, id, created_at`,
     params: [JSON.stringify(rows.map((r) => ({ ...r, ciphertext: r.ciphertext.toString('base64') })))],
   };
 }
 
-/** The stored tokens, in the order of `rows`, from what insertTokensStatement returned. */
-export function storedInOrder(rows: { tenant_id: string; id: string }[], returned: Record<string, unknown>[]): TokenRow[] {
-  const byKey = new Map((returned as TokenRow[]).map((r) => [`${r.tenant_id}/${r.id}`, r]));
-  return rows.map((r) => byKey.get(`${r.tenant_id}/${r.id}`)!);
+/** The stored tokens, in the order of `rows`: each row as sent with its created_at from what insertTokensStatement returned. */
+export function storedInOrder(rows: (NewToken & { tenant_id: string })[], returned: Record<string, unknown>[]): TokenRow[] {
+  const createdAt = new Map(returned.map((r) => [`${r.tenant_id}/${r.id}`, r.created_at as Date]));
+  return rows.map((r) => {
+    const created_at = createdAt.get(`${r.tenant_id}/${r.id}`);
+    if (!created_at) throw new Error(`token ${r.id} was not returned by its INSERT`);
+    return { ...r, created_at, modified_by: null, modified_at: null };
+  });
 }
 
 /** Live tokens by (tenant, id) pairs of any tenants, in one statement; missing ones are simply absent. */
