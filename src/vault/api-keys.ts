@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * API keys are 32 random bytes with a readable prefix (`key_` for application keys,
@@ -12,8 +12,9 @@ export function generateApiKey(kind: KeyKind): string {
   return PREFIX[kind] + randomBytes(32).toString('base64url');
 }
 
+/** On every authenticated request: the one-shot hash, without a Hash object per call. */
 export function hashApiKey(value: string): Buffer {
-  return createHash('sha256').update(value).digest();
+  return hash('sha256', value, 'buffer');
 }
 
 export function keyKind(value: string): KeyKind | undefined {

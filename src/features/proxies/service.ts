@@ -1,5 +1,5 @@
 import { wildcardPattern } from '../../db/like.ts';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import secureJson from 'secure-json-parse';
@@ -16,6 +16,7 @@ import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
 import type { Sandbox, SandboxFailure, SdkHost } from '../../sandbox/index.ts';
+import { hashApiKey } from '../../vault/api-keys.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
@@ -243,7 +244,7 @@ export function createProxyService(deps: {
     const hit = cache.get(key);
     if (hit && hit.until > now) return hit;
     const seen = generation;
-    const row = await findProxyByKeyHash(db, createHash('sha256').update(key).digest());
+    const row = await findProxyByKeyHash(db, hashApiKey(key));
     if (!row) return undefined;
     const secret = await unseal(row);
     const entry: Live = { row, configuration: secret.configuration ?? {}, until: now + deps.cacheSeconds * 1000 };
@@ -421,7 +422,7 @@ export function createProxyService(deps: {
           {
             id,
             ...fields,
-            key_hash: createHash('sha256').update(key).digest(),
+            key_hash: hashApiKey(key),
             secret_ciphertext: sealed.ciphertext,
             secret_key_id: sealed.dataKeyId,
             created_by: principal.actorId,
