@@ -337,6 +337,16 @@ describe('applications', () => {
       assert.notEqual(theirs.body.id, managementId);
     });
 
+    it('answers, on every call, the same JSON as GET /applications/{id}', async () => {
+      const byId = await call(server, 'GET', `/applications/${managementId}`, { key: server.key });
+      for (let i = 0; i < 3; i++) {
+        const res = await call(server, 'GET', '/applications/key', { key: server.key });
+        assert.equal(res.status, 200);
+        assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+        assert.equal(res.text, byId.text);
+      }
+    });
+
     it('requires application:read', async () => {
       await assertAuthCases(server, { method: 'GET', path: '/applications/key', permissions: ['application:read'], type: 'management' });
     });

@@ -29,11 +29,23 @@ export function registerApplicationRoutes(app: FastifyInstance, applications: Ap
     return { pagination: page.pagination, data: page.data.map(toApplicationResponse) };
   });
 
+  // Every client's "who am I" call, answered from the service's cache: the JSON of a cached
+  // view is kept with it (same view object, same body) instead of being rebuilt per request.
+  const ownJson = new WeakMap<ApplicationView, string>();
   // Registered before /applications/:id so the static path wins.
   r.get('/applications/key', {
     config: { access: { permissions: ['application:read'] } },
     schema: { tags, summary: 'Get the application that owns the calling API key', response: { 200: ApplicationSchema, ...problems(404) } },
-  }, async (request) => toApplicationResponse(await applications.getByKey(principalOf(request))));
+  }, async (request, reply) => {
+    const view = await applications.getByKey(principalOf(request));
+    let json = ownJson.get(view);
+    if (json === undefined) {
+      json = String(reply.serialize(toApplicationResponse(view)));
+      ownJson.set(view, json);
+    }
+    // Already the route's serialization of its 200 schema: sent as is (the type provider only knows the object form).
+    return reply.type('application/json; charset=utf-8').send(json as unknown as ReturnType<typeof toApplicationResponse>);
+  });
 
   r.get('/applications/:id', {
     config: { access: { permissions: ['application:read'] } },
