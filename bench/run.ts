@@ -440,7 +440,8 @@ async function main(): Promise<number> {
     const { entry: cli, flags } = startCommand(root);
     coffer = startServer('coffer', cli, ['serve'], cofferEnv, await freePort(), flags);
     servers.push(coffer);
-    const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { LOG_LEVEL: logLevel }, await freePort());
+    // "The same process configuration": the baseline runs with Coffer's Node flags too.
+    const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { LOG_LEVEL: logLevel }, await freePort(), flags);
     servers.push(baseline);
 
     // The first start prints the new tenant's management key to stderr, indented by two spaces.
