@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
+import { createReactorCallers } from '../helpers/reactor-callers.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { assertAuthCases } from '../helpers/security.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -51,17 +52,7 @@ describe('asynchronous reactor runs', () => {
     });
     sql = new pg.Client({ connectionString: server.config.databaseUrl });
     await sql.connect();
-    writer = (await createApplication(server, {
-      name: 'writer',
-      type: 'private',
-      rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }],
-    })).key;
-    invoker = await createApplication(server, { name: 'invoker', type: 'private', permissions: ['token:use', 'token:create'] });
-    generalOnly = (await createApplication(server, {
-      name: 'general only',
-      type: 'private',
-      rules: [{ priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:use'] }],
-    })).key;
+    ({ writer, invoker, generalOnly } = await createReactorCallers(server));
     btApp = await createApplication(server, {
       name: 'bt',
       type: 'private',
