@@ -239,6 +239,22 @@ type OverheadRow = {
   samples: number;
 };
 
+/** The row of a one-connection pair: `a`'s p50 minus the baseline `b`'s. */
+function overheadRow(spec: { name: string; target_ms: number }, baseline: string, a: Latencies, b: Latencies): OverheadRow {
+  return {
+    scenario: spec.name,
+    overhead_ms: Math.round((a.p50 - b.p50) * 1000) / 1000,
+    target_ms: spec.target_ms,
+    connections: 1,
+    p50_ms: a.p50,
+    p99_ms: a.p99,
+    baseline,
+    baseline_p50_ms: b.p50,
+    baseline_p99_ms: b.p99,
+    samples: a.samples,
+  };
+}
+
 async function measureOverhead(ctx: Context, url: string, duration: number): Promise<OverheadRow> {
   const { key, trivial } = await reactors(ctx);
   const react = reactRequest(key, trivial, {});
@@ -247,18 +263,7 @@ async function measureOverhead(ctx: Context, url: string, duration: number): Pro
   process.stdout.write(`${OVERHEAD.name}: react.trivial and GET /applications/key alternately on 1 connection, warm-up ${WARMUP_SECONDS} s, then ${duration} s\n`);
   await pairedLatency(`${OVERHEAD.name} (warm-up)`, url, react, auth, WARMUP_SECONDS);
   const { a, b } = await pairedLatency(OVERHEAD.name, url, react, auth, duration);
-  return {
-    scenario: OVERHEAD.name,
-    overhead_ms: Math.round((a.p50 - b.p50) * 1000) / 1000,
-    target_ms: OVERHEAD.target_ms,
-    connections: 1,
-    p50_ms: a.p50,
-    p99_ms: a.p99,
-    baseline: 'auth',
-    baseline_p50_ms: b.p50,
-    baseline_p99_ms: b.p99,
-    samples: a.samples,
-  };
+  return overheadRow(OVERHEAD, 'auth', a, b);
 }
 
 /**
@@ -351,18 +356,7 @@ async function measureProxyAdded(ctx: Context, url: string, duration: number): P
   process.stdout.write(`${PROXY_ADDED.name}: POST /proxy and the echo directly, alternately on 1 connection each, warm-up ${WARMUP_SECONDS} s, then ${duration} s\n`);
   await pairedAcross(`${PROXY_ADDED.name} (warm-up)`, proxied, direct, WARMUP_SECONDS);
   const { a, b } = await pairedAcross(PROXY_ADDED.name, proxied, direct, duration);
-  return {
-    scenario: PROXY_ADDED.name,
-    overhead_ms: Math.round((a.p50 - b.p50) * 1000) / 1000,
-    target_ms: PROXY_ADDED.target_ms,
-    connections: 1,
-    p50_ms: a.p50,
-    p99_ms: a.p99,
-    baseline: 'echo.direct',
-    baseline_p50_ms: b.p50,
-    baseline_p99_ms: b.p99,
-    samples: a.samples,
-  };
+  return overheadRow(PROXY_ADDED, 'echo.direct', a, b);
 }
 
 /** pairedLatency for two origins: `a` and `b` alternately, each on a keep-alive connection of its own, timed here. */
