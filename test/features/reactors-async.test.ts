@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
+import { call, createApplication, createOtherTenant, createToken, type Response } from '../helpers/http.ts';
 import { createReactorCallers } from '../helpers/reactor-callers.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { assertAuthCases } from '../helpers/security.ts';
@@ -72,11 +72,7 @@ describe('asynchronous reactor runs', () => {
     await receiver?.close();
   });
 
-  async function token(body: Record<string, unknown>): Promise<string> {
-    const res = await call(server, 'POST', '/tokens', { key: writer, body });
-    assert.equal(res.status, 201, res.text);
-    return res.body.id;
-  }
+  const token = (body: Record<string, unknown>) => createToken(server, writer, body);
 
   async function reactor(code: string, extra: Record<string, unknown> = {}): Promise<string> {
     const res = await call(server, 'POST', '/reactors', { key: server.key, body: { name: 'async', code, configuration: { MODE: 'async' }, ...extra } });

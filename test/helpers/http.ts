@@ -29,6 +29,13 @@ export async function createApplication(server: TestServer, body: Record<string,
   return res.body as { id: string; key: string; [k: string]: unknown };
 }
 
+/** Creates a token with `key` and answers its id; anything but 201 fails the test. */
+export async function createToken(server: TestServer, key: string, body: Record<string, unknown>): Promise<string> {
+  const res = await call(server, 'POST', '/tokens', { key, body });
+  if (res.status !== 201) throw new Error(`creating a token failed: ${res.status} ${res.text}`);
+  return res.body.id;
+}
+
 /** A second tenant on the same server, for isolation tests. */
 export async function createOtherTenant(server: TestServer) {
   const t = await server.running.services.tenants.initialize('Other tenant');
