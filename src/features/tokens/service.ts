@@ -28,7 +28,6 @@ import {
   findToken,
   findTokens,
   findTokensByKeys,
-  insertToken,
   insertTokensStatement,
   storedInOrder,
   listTokens,
@@ -154,28 +153,40 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     return { row, transform, data: visible(secret ?? (await open(row)), transform) };
   }
 
-  async function createIn(principal: Principal, input: TokenInput, at: string, tx: Tx): Promise<TokenView> {
+  /**
+   * One token: the checks, then its row, its audit entry and token.created as one write. A
+   * create that reads first (deduplication, a caller-chosen id) runs in `tx`, as does each
+   * token of a tokenize; without `tx` the write is group-committed with other requests'
+   * (src/db/group-commit.ts), or joins the ambient transaction.
+   */
+  async function createIn(principal: Principal, input: TokenInput, at: string, tx?: Tx): Promise<TokenView> {
+    const inTx = (): Tx => {
+      if (!tx) throw new Error('a create that reads first needs a transaction');
+      return tx;
+    };
     const containers = input.containers ?? [TOKEN_TYPES[input.type].container];
     checkContainers(containers, `${at}.containers`);
     const transform = permitted(principal, 'token:create', { id: input.id ?? '', containers });
     const { row, secret } = await prepare(principal, input, at);
     if (row.deduplicate_token && row.fingerprint) {
-      await lockFingerprint(db, principal.tenantId, row.fingerprint, tx);
+      await lockFingerprint(db, principal.tenantId, row.fingerprint, inTx());
       // Only a token in the same containers: one elsewhere is not what the caller asked for, and
       // answering with it (or a 403 for it) would tell a caller confined to one container
       // whether a value exists in another.
-      const existing = await findByFingerprint(db, principal.tenantId, row.type, row.fingerprint, row.containers, tx);
+      const existing = await findByFingerprint(db, principal.tenantId, row.type, row.fingerprint, row.containers, inTx());
       if (existing) return view(existing, permitted(principal, 'token:create', existing));
     }
     // An expired token is gone from its expiry instant, so its id is free: finish that expiry
     // now, as the sweep would, rather than answer 409 for a token no one can see.
-    if (input.id !== undefined) await finishExpiry(principal.tenantId, row.id, tx);
+    if (input.id !== undefined) await finishExpiry(principal.tenantId, row.id, inTx());
     // No savepoint: a clash aborts the whole request anyway (tokenize is all or nothing).
-    const stored = await insertToken(db, principal.tenantId, row, tx).catch((err: unknown) => {
+    const [stored] = (await groupCommit.write([
+      tokenTable.of({ ...row, tenant_id: principal.tenantId }),
+      logs.item(principal, { entityType: 'token', entityId: row.id, operation: 'create', message: `Token created (${row.type})` }),
+      events.item(principal.tenantId, 'token.created', row.id, eventPayload(row)),
+    ], tx).catch((err: unknown) => {
       throw isUniqueViolation(err) ? ApiError.conflict(`A token with id "${row.id}" already exists.`) : err;
-    });
-    await logs.record(principal, { entityType: 'token', entityId: stored.id, operation: 'create', message: `Token created (${stored.type})` }, tx);
-    await events.emit(principal.tenantId, 'token.created', stored.id, eventPayload(stored), tx);
+    })) as [TokenRow];
     return view(stored, transform, secret);
   }
 
@@ -236,28 +247,10 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     return { pagination: result.pagination, data: await readable(principal, result.data, permission) };
   }
 
-  /**
-   * A create that reads nothing first (a generated id, no deduplication) and runs in no
-   * transaction of its own: the token, its audit entry and token.created are one
-   * group-committed write.
-   */
-  async function createGrouped(principal: Principal, input: TokenInput): Promise<TokenView> {
-    const containers = input.containers ?? [TOKEN_TYPES[input.type].container];
-    checkContainers(containers, 'body.containers');
-    const transform = permitted(principal, 'token:create', { id: '', containers });
-    const { row, secret } = await prepare(principal, input, 'body');
-    const [stored] = (await groupCommit.write([
-      tokenTable.of({ ...row, tenant_id: principal.tenantId }),
-      logs.item(principal, { entityType: 'token', entityId: row.id, operation: 'create', message: `Token created (${row.type})` }),
-      events.item(principal.tenantId, 'token.created', row.id, eventPayload(row)),
-    ])) as [TokenRow];
-    return view(stored, transform, secret);
-  }
-
   return {
     create(principal: Principal, input: TokenInput): Promise<TokenView> {
-      if (input.id === undefined && !input.deduplicate_token && !db.inTransaction()) return createGrouped(principal, input);
-      return db.transaction((tx) => createIn(principal, input, 'body', tx));
+      const readsFirst = input.id !== undefined || input.deduplicate_token === true;
+      return readsFirst ? db.transaction((tx) => createIn(principal, input, 'body', tx)) : createIn(principal, input, 'body');
     },
 
     /** Every leaf of the body that looks like a token request becomes a token; all or nothing. */

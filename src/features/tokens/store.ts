@@ -31,18 +31,6 @@ const LIVE = '(expires_at IS NULL OR expires_at > now())';
 
 export type NewToken = Omit<TokenRow, 'tenant_id' | 'created_at' | 'modified_by' | 'modified_at'>;
 
-export async function insertToken(db: Database, tenantId: string, t: NewToken, tx?: Tx): Promise<TokenRow> {
-  const row = await db.one<TokenRow>(
-    `INSERT INTO tokens (tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
-       search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
-    [tenantId, t.id, t.type, t.ciphertext, t.data_key_id, t.containers, JSON.stringify(t.metadata), t.mask, t.fingerprint,
-      t.fingerprint_expression, t.search_indexes, t.search_hashes, t.deduplicate_token, t.views && JSON.stringify(t.views), t.expires_at, t.created_by],
-    tx,
-  );
-  return row!;
-}
-
 /**
  * The INSERT of many tokens (any tenants), for a group commit. The rows travel as one JSON
  * document, since their array columns (containers, search values) differ in length. Only what
