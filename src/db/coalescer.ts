@@ -5,7 +5,8 @@
  * and one round trip to PostgreSQL serve them all; a lone request waits for nothing but
  * the end of its own turn of the loop.
  *
- * At most `maxInFlight` batches run at once; items arriving meanwhile wait for the next.
+ * At most `maxInFlight` batches run at once; items arriving meanwhile wait, and go out as
+ * the next batch the moment a running one returns.
  * When a batch of several items fails, each item is run again alone (when
  * `isolateFailures`), so one bad item fails only its own caller.
  */
@@ -45,31 +46,47 @@ export class Coalescer<In, Out> {
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
-        const batch = this.queue.length <= this.opts.maxBatch ? this.queue : this.queue.slice(0, this.opts.maxBatch);
-        this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
-        this.inFlight++;
-        void this.settle(batch).finally(() => {
-          this.inFlight--;
-          this.schedule();
-        });
-      }
+      this.dispatch();
     });
   }
 
-  private async settle(batch: Waiting<In, Out>[]): Promise<void> {
-    let outs: Out[];
-    try {
-      outs = await this.run(batch.map((w) => w.item));
-      if (outs.length !== batch.length) throw new Error(`a batch of ${batch.length} items produced ${outs.length} results`);
-    } catch (err) {
-      if (batch.length === 1 || !this.opts.isolateFailures) {
-        for (const w of batch) w.reject(err);
-        return;
-      }
-      await Promise.all(batch.map((w) => this.settle([w])));
-      return;
+  /** Starts batches from the queue while slots are free. */
+  private dispatch(): void {
+    while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
+      const batch = this.queue.length <= this.opts.maxBatch ? this.queue : this.queue.slice(0, this.opts.maxBatch);
+      this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
+      this.inFlight++;
+      void this.settle(batch);
     }
-    batch.forEach((w, i) => w.resolve(outs[i]));
+  }
+
+  /**
+   * Runs one batch in its slot. The slot is handed to the next queued batch before this
+   * batch's callers continue: the next statement is on its way to the database while the
+   * callers of this one write their responses, instead of after.
+   */
+  private async settle(batch: Waiting<In, Out>[]): Promise<void> {
+    const outcomes = await this.attempt(batch);
+    this.inFlight--;
+    this.dispatch();
+    batch.forEach((w, i) => {
+      const o = outcomes[i];
+      if (o.ok) w.resolve(o.value);
+      else w.reject(o.error);
+    });
+  }
+
+  /** Each item's outcome; never rejects. A failed batch of several is retried item by item when `isolateFailures`. */
+  private async attempt(batch: Waiting<In, Out>[]): Promise<Outcome<Out>[]> {
+    try {
+      const outs = await this.run(batch.map((w) => w.item));
+      if (outs.length !== batch.length) throw new Error(`a batch of ${batch.length} items produced ${outs.length} results`);
+      return outs.map((value) => ({ ok: true, value }));
+    } catch (error) {
+      if (batch.length === 1 || !this.opts.isolateFailures) return batch.map(() => ({ ok: false, error }));
+      return (await Promise.all(batch.map((w) => this.attempt([w])))).flat();
+    }
   }
 }
+
+type Outcome<Out> = { ok: true; value: Out } | { ok: false; error: unknown };

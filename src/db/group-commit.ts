@@ -51,9 +51,13 @@ export class GroupCommit {
 
   constructor(db: Database, opts: { maxBatch?: number; maxInFlight?: number } = {}) {
     this.db = db;
+    // One statement at a time: under load the writes that arrive while it runs make the next,
+    // larger batch (fewer statements and WAL flushes per row), and concurrent batches would only
+    // contend for the same index pages and WAL insertion locks. The next batch is sent the
+    // moment one returns (src/db/coalescer.ts), so the database does not wait on Coffer.
     this.coalescer = new Coalescer((writes) => this.db.withoutAmbient(() => this.run(writes)), {
       maxBatch: opts.maxBatch ?? 256,
-      maxInFlight: opts.maxInFlight ?? 4,
+      maxInFlight: opts.maxInFlight ?? 1,
       isolateFailures: true,
     });
   }

@@ -42,6 +42,27 @@ describe('Coalescer', () => {
     assert.equal(maxRunning(), 2);
   });
 
+  it('sends the queued items as the next batch before the finished batch\'s callers continue', async () => {
+    const order: string[] = [];
+    let release!: () => void;
+    const c = new Coalescer<string, string>(
+      async (items) => {
+        order.push(`run ${items.join(',')}`);
+        if (items[0] === 'a') await new Promise<void>((resolve) => (release = resolve));
+        return items;
+      },
+      { maxBatch: 10, maxInFlight: 1, isolateFailures: false },
+    );
+    const first = c.submit('a').then(() => order.push('a answered'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const queued = [c.submit('b'), c.submit('c')];
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(order, ['run a'], 'b and c wait while the one slot is taken');
+    release();
+    await Promise.all([first, ...queued]);
+    assert.deepEqual(order, ['run a', 'run b,c', 'a answered']);
+  });
+
   it('retries the items of a failed batch one by one: only the bad item fails', async () => {
     const { c, batches } = doubler({ poison: 3 });
     const settled = await Promise.allSettled([1, 2, 3, 4].map((n) => c.submit(n)));
