@@ -4,16 +4,17 @@
  * A context (prepare) has the runtime installed in it, made while the isolate waited in the
  * pool. The first run in it arms it with the request and starts the user script, which loads
  * the module and calls the exported function. The context, with the loaded module, then serves
- * the later runs of the same code (Lambda-style warm semantics, docs/reactors.md): between two
- * runs it is reset (resetPrepared: the runtime's globals put back, the finished run forgotten),
- * and each run arms it afresh and calls the kept function. Only a run that ended cleanly leaves
+ * the later runs of the same code (Lambda-style warm semantics, docs/reactors.md): each later
+ * run's arm first resets it (the runtime's globals put back, the finished run forgotten), in the
+ * same task, then calls the kept function; a context that cannot be reset is replaced by a fresh
+ * one before anything of the run executes (Outcome.retry). Only a run that ended cleanly leaves
  * its context for the next one (Outcome.reusable); any other is dropped, and the next run gets
  * a fresh context, or, when the isolate itself may be unsafe, a fresh isolate.
  *
  * From the start of a run the isolate and the host only exchange copied strings: the isolate
  * sends messages through `port` (log, call, timer, clear, done), each marked with the number of
- * the run it belongs to, and the host answers by applying `control` (arm, settle, timer, poll,
- * reset) — each application is a "task" on the isolate's thread. A message marked with another
+ * the run it belongs to, and the host answers by applying `control` (arm, settle, timer, poll)
+ * — each application is a "task" on the isolate's thread. A message marked with another
  * run's number is dropped, so nothing of a finished run reaches the next run's host functions.
  *
  * The run is over when the function has settled (the isolate said "done") and no task is
@@ -22,8 +23,8 @@
  * V8's own timeout only covers a task while it executes, and code resuming after an await
  * runs in a later task, so at the deadline the host disposes the whole isolate.
  */
-import { randomFillSync } from 'node:crypto';
 import ivm from 'isolated-vm';
+import { randomBytesPooled } from '../random.ts';
 import { failure, memoryFailure, runtimeFailure, stuckFailure, timeoutFailure } from './failures.ts';
 import { byteLength, parseUntrusted, performCall, type CallContext } from './host-calls.ts';
 import type { WarmIsolate } from './pool.ts';
@@ -39,8 +40,6 @@ export const MAX_CALLS_PER_RUN = 5_000;
 export const MAX_TIMERS = 100;
 export const MAX_TIMERS_PER_RUN = 10_000;
 const MAX_LOG_LINE = 8193;
-/** Backstop for the reset between runs, which runs no user code. */
-const RESET_TIMEOUT_MS = 1000;
 
 export type Outcome = {
   result: { ok: true; value: unknown } | { ok: false; error: SandboxFailure };
@@ -53,6 +52,8 @@ export type Outcome = {
    * code once reset. false: the context has been discarded.
    */
   reusable: boolean;
+  /** The context could not be reset for this run, so nothing of it ran: run it again in a fresh context. */
+  retry?: true;
 };
 
 type Settled = { ok: true; valueJson: string | undefined } | { ok: false; error: SandboxFailure };
@@ -112,7 +113,10 @@ class Run {
     this.#deadlineAt = performance.now() + ms;
     this.#deadline = setTimeout(() => this.#fatal(timeoutFailure(ms)), ms);
     this.#control = p.control;
-    this.#track(p.control.apply(undefined, ['arm', armJson, reqJson, this.no, p.loaded] as never[], { timeout: this.#remaining() }));
+    this.#track(
+      p.control.apply(undefined, ['arm', armJson, reqJson, this.no, p.loaded, p.dirty] as never[], { timeout: this.#remaining() }),
+      (state) => state === 'tainted' && this.#untouched(),
+    );
     // copy: the script's value is undefined unless code escaped the wrapper; never let it
     // come out as a function (a handle into the context), only as copied data or an error.
     if (!p.loaded) this.#track(script.run(p.context, { timeout: this.#remaining(), copy: true }));
@@ -258,11 +262,13 @@ class Run {
     this.#track(this.#control.apply(undefined, [command, ...args] as never[], { timeout: this.#remaining() }));
   }
 
-  #track(task: Promise<unknown>): void {
+  /** `onValue` sees what the task returned, before the run checks whether it is over. */
+  #track(task: Promise<unknown>, onValue?: (value: unknown) => void): void {
     this.#inflight++;
     task.then(
-      () => {
+      (value) => {
         this.#inflight--;
+        onValue?.(value);
         this.#maybeOver();
       },
       (err) => {
@@ -363,6 +369,14 @@ class Run {
     this.#resolve({ result, console: this.console, healthy, reusable: this.#reusable });
   }
 
+  /** The context refused the arm (its globals could not be put back): the run ends before it began. */
+  #untouched(): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    clearTimeout(this.#deadline);
+    this.#resolve({ result: { ok: false, error: runtimeFailure() }, console: [], healthy: true, reusable: false, retry: true });
+  }
+
   /** Gives up a run that could not start. */
   abandon(): void {
     this.#finished = true;
@@ -384,9 +398,10 @@ export type ExecuteInput = {
 /**
  * A context with the runtime installed, made while the isolate waits in the pool. `loaded`: the
  * user's module is loaded in it (a run of the isolate's current code ended cleanly in it), so
- * the next run only calls its function. `runs` numbers the runs made in it.
+ * the next run only calls its function. `dirty`: a run has ended in it, so the next arm resets
+ * it first. `runs` numbers the runs made in it.
  */
-export type Prepared = { context: ivm.Context; control: ivm.Reference; port: Port; loaded: boolean; runs: number };
+export type Prepared = { context: ivm.Context; control: ivm.Reference; port: Port; loaded: boolean; dirty: boolean; runs: number };
 
 /**
  * Makes the context for the next run, asynchronously: the work happens on an isolate thread,
@@ -407,27 +422,17 @@ export async function prepare(w: WarmIsolate): Promise<Prepared> {
     // Queued in order on the isolate's thread: the global is set before the runtime reads it.
     context.global.setIgnored('__coffer_port', callback);
     const control = (await w.runtime.run(context, { reference: true })) as ivm.Reference;
-    return { context, control, port, loaded: false, runs: 0 };
+    return { context, control, port, loaded: false, dirty: false, runs: 0 };
   } catch (err) {
     releaseQuietly(context);
     throw err;
   }
 }
 
-/**
- * Between two runs in one context: the isolate forgets the finished run and puts the runtime's
- * globals back (see reset() in ./runtime/main.js). The context, or undefined (then discarded)
- * when it cannot serve another run.
- */
-export async function resetPrepared(p: Prepared): Promise<Prepared | undefined> {
-  try {
-    const state = await p.control.apply(undefined, ['reset'] as never[], { timeout: RESET_TIMEOUT_MS });
-    if (state === 'ok') return p;
-  } catch {
-    // the isolate is gone, or the reset failed: a fresh context for the next run
-  }
-  discardPrepared(p);
-  return undefined;
+/** The key of a run's random stream: 8 random 32-bit words. */
+function seedWords(): number[] {
+  const bytes = randomBytesPooled(32);
+  return Array.from({ length: 8 }, (_, i) => bytes.readUInt32LE(4 * i));
 }
 
 export function discardPrepared(p: Prepared): void {
@@ -463,7 +468,7 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
     },
     sdk: sdkMethods,
     // The key of the run's random stream: 8 words, so the isolate needs no decoding to use them.
-    seed: Array.from(randomFillSync(new Uint32Array(8))),
+    seed: seedWords(),
   });
   const run = new Run(w, ++p.runs, limits, { sdk: input.sdk, fetch: input.fetch, maxIoBytes: limits.maxIoBytes });
   p.port.run = run;
@@ -479,7 +484,11 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
   const outcome = await run.done;
   run.release();
   p.port.run = undefined;
-  if (outcome.reusable) p.loaded = true;
-  else discardPrepared(p);
+  if (outcome.reusable) {
+    p.loaded = true;
+    p.dirty = true;
+  } else {
+    discardPrepared(p);
+  }
   return outcome;
 }

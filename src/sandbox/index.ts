@@ -8,7 +8,7 @@
  * knows nothing of features: permissions are the host's business.
  */
 import ivm from 'isolated-vm';
-import { discardPrepared, execute, prepare, resetPrepared, type Prepared } from './execute.ts';
+import { discardPrepared, execute, prepare, type Prepared } from './execute.ts';
 import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
 import { byteLength } from './host-calls.ts';
 import { createWarmIsolate, disposeWarmIsolate, IsolatePool, type WarmIsolate } from './pool.ts';
@@ -162,7 +162,6 @@ export class Sandbox {
     let healthy = false;
     // The context this run uses; after it, the caller's to keep (reusable) or already discarded.
     let p: Prepared | undefined;
-    let reusable = false;
     try {
       const ready = w.ready;
       w.ready = undefined;
@@ -186,23 +185,27 @@ export class Sandbox {
           return fail(f);
         }
       }
-      const run = p ?? (await prepare(w));
+      let run = p ?? (await prepare(w));
       p = undefined; // execute() owns it now
-      const outcome = await execute(w, run, { reqJson, limits, sdk: r.sdk, fetch: r.fetch });
+      const input = { reqJson, limits, sdk: r.sdk, fetch: r.fetch };
+      let outcome = await execute(w, run, input);
+      if (outcome.retry) {
+        // The kept context could not be reset (code had tampered with the runtime), and nothing
+        // of this run executed in it: the run starts over in a fresh context.
+        run = await prepare(w);
+        outcome = await execute(w, run, input);
+      }
       healthy = outcome.healthy;
-      reusable = outcome.reusable;
-      if (reusable) p = run;
+      if (outcome.reusable) p = run;
       return outcome;
     } finally {
       this.#busy.delete(w);
       if (healthy && !this.#disposed && !w.isolate.isDisposed) {
-        // The next run's context is made ready now, while the isolate would be idle anyway: this
-        // run's context reset (it keeps the loaded module), or else a fresh one. p is an unused
-        // fresh context when compiling failed.
+        // The next run's context: this run's (it keeps the loaded module; the next arm resets it),
+        // an unused fresh one when compiling failed, or else a fresh one made now, while the
+        // isolate would be idle anyway.
         const kept = p;
-        w.ready = (kept ? (reusable ? resetPrepared(kept) : Promise.resolve(kept)) : Promise.resolve(undefined))
-          .then((ctx) => ctx ?? prepare(w))
-          .catch(() => undefined);
+        w.ready = kept ? Promise.resolve(kept) : prepare(w).catch(() => undefined);
         this.#pool.put(w);
       } else {
         if (p) discardPrepared(p);

@@ -21,7 +21,7 @@ export type WarmIsolate = {
   script?: ivm.Script;
   /**
    * The context for the next run, made while the isolate is idle: the last run's context with
-   * the module loaded, being reset (resetPrepared), or a fresh one (prepare), see ./execute.ts.
+   * the module loaded (reset by the next run's arm), or a fresh one (prepare), see ./execute.ts.
    * Undefined if it could not be made.
    */
   ready?: Promise<Prepared | undefined>;

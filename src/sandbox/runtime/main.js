@@ -184,8 +184,13 @@ defineGlobal('global', G);
  * no timer, a new random stream, this call's limits and request), then, if the module is
  * already loaded in this context, its function is called. Otherwise the host runs the user
  * script next, which loads the module through start().
+ *
+ * `dirty`: an earlier call ran in this context; it is reset first, in this same task (one trip
+ * into the isolate instead of two). 'tainted' when a global could not be put back: nothing of
+ * this call has run, and the host runs it again in a fresh context. 'armed' otherwise.
  */
-function arm(armJson, req, no, go) {
+function arm(armJson, req, no, go, dirty) {
+  if (dirty === true && reset() !== 'ok') return 'tainted';
   const a = jsonParse(armJson);
   for (let i = 0; i < LIMIT_NAMES.length; i++) LIMITS[LIMIT_NAMES[i]] = a.limits[LIMIT_NAMES[i]];
   sdkMethods = a.sdk;
@@ -202,12 +207,13 @@ function arm(armJson, req, no, go) {
     if (moduleFn === undefined) report({ __proto__: null, ok: false, status: 500, kind: 'runtime', message: 'The module is not loaded.' });
     else invoke();
   }
+  return 'armed';
 }
 
 /**
- * Between calls, while the isolate is idle: forget the finished call (its pending calls and
- * timers, its request), and put the runtime's globals back. 'ok', or 'tainted' when a global
- * could not be put back, and the host must not use this context again.
+ * Between calls (at the start of the next one, see arm): forget the finished call (its pending
+ * calls and timers, its request), and put the runtime's globals back. 'ok', or 'tainted' when a
+ * global could not be put back, and this context must not be used again.
  */
 function reset() {
   callNo = 0;
@@ -223,13 +229,12 @@ function reset() {
   return reinstallGlobals() ? 'ok' : 'tainted';
 }
 
-/** The host's way in: arm (and run) a call, settle a call, fire a timer, ask whether the run can still progress, or reset between calls. */
-function control(command, a, b, c, d) {
-  if (command === 'arm') arm(a, b, c, d);
+/** The host's way in: arm (and run) a call, settle a call, fire a timer, or ask whether the run can still progress. */
+function control(command, a, b, c, d, e) {
+  if (command === 'arm') return arm(a, b, c, d, e);
   else if (command === 'settle') settleCall(a, b, c);
   else if (command === 'timer') fireTimer(a);
   else if (command === 'poll') return jsonStringify({ __proto__: null, finished, pending: pendingCalls + pendingTimers });
-  else if (command === 'reset') return reset();
   return undefined;
 }
 

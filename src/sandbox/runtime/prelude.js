@@ -2,8 +2,8 @@
 // one strict function `(H) => control`). It is installed once per context, in a fresh context
 // prepared ahead of the first run. A context then serves every call of one code version in one
 // tenant (the warm semantics of docs/reactors.md): control('arm', …) hands over each call's
-// request, limits and random seed and resets every per-call piece of state, and
-// control('reset', …) puts the runtime's globals back between calls. Everything here is plain
+// request, limits and random seed, resets every per-call piece of state and, from the second
+// call on, first puts the runtime's globals back (reset in main.js). Everything here is plain
 // JavaScript inside the isolate: no host object is ever reachable from it. H is the host's
 // message port (an ivm Callback in "ignored" mode): arguments are copied out, nothing comes back;
 // every message carries the number of the call it belongs to, so the host drops anything sent
