@@ -34,6 +34,6 @@ async function sample(n: number, gapMs: number): Promise<number[]> {
 
 it('warm sandbox overhead per call (trivial function)', async (t) => {
   await sample(300, 0); // warm up: isolate, compiled code, JIT
-  t.diagnostic(`back to back (the context is still being reset when the call comes): ${percentiles(await sample(2000, 0))}`);
-  t.diagnostic(`with 1 ms between calls (the context is reset and ready): ${percentiles(await sample(500, 1))}`);
+  t.diagnostic(`back to back (the isolate's thread still busy from the last call): ${percentiles(await sample(2000, 0))}`);
+  t.diagnostic(`with 1 ms between calls (the isolate idle): ${percentiles(await sample(500, 1))}`);
 });
