@@ -49,6 +49,9 @@ export function assertDepth(value: unknown): void {
  * refused with the fields that hold it.
  */
 export function refuseUnstorable(value: unknown, at: string): void {
+  // Nearly every value is storable: checked first without building a path per node, which
+  // only the walk below, for the error messages, needs.
+  if (storable(value)) return;
   const errors = new FieldErrorList();
   const checkText = (s: string, path: string) => {
     if (s.includes('\u0000')) errors.add(path, NUL_MESSAGE);
@@ -68,4 +71,23 @@ export function refuseUnstorable(value: unknown, at: string): void {
     }
   }
   errors.throwIfAny();
+}
+
+function storable(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node === 'string') {
+      if (node.includes('\u0000') || !node.isWellFormed()) return false;
+    } else if (Array.isArray(node)) {
+      for (const v of node) stack.push(v);
+    } else if (node !== null && typeof node === 'object') {
+      for (const k in node) {
+        if (!Object.hasOwn(node, k)) continue;
+        if (k.includes('\u0000') || !k.isWellFormed()) return false;
+        stack.push((node as Record<string, unknown>)[k]);
+      }
+    }
+  }
+  return true;
 }
