@@ -114,7 +114,7 @@ class Run {
     this.#deadline = setTimeout(() => this.#fatal(timeoutFailure(ms)), ms);
     this.#control = p.control;
     this.#track(
-      p.control.apply(undefined, ['arm', armJson, reqJson, this.no, p.loaded, p.dirty] as never[], { timeout: this.#remaining() }),
+      p.control.apply(undefined, ['arm', armJson, reqJson, this.no, p.loaded] as never[], { timeout: this.#remaining() }),
       (state) => state === 'tainted' && this.#untouched(),
     );
     // copy: the script's value is undefined unless code escaped the wrapper; never let it
@@ -398,10 +398,10 @@ export type ExecuteInput = {
 /**
  * A context with the runtime installed, made while the isolate waits in the pool. `loaded`: the
  * user's module is loaded in it (a run of the isolate's current code ended cleanly in it), so
- * the next run only calls its function. `dirty`: a run has ended in it, so the next arm resets
- * it first. `runs` numbers the runs made in it.
+ * the next run only calls its function, after resetting what the last run left. `runs` numbers
+ * the runs made in it.
  */
-export type Prepared = { context: ivm.Context; control: ivm.Reference; port: Port; loaded: boolean; dirty: boolean; runs: number };
+export type Prepared = { context: ivm.Context; control: ivm.Reference; port: Port; loaded: boolean; runs: number };
 
 /**
  * Makes the context for the next run, asynchronously: the work happens on an isolate thread,
@@ -422,7 +422,7 @@ export async function prepare(w: WarmIsolate): Promise<Prepared> {
     // Queued in order on the isolate's thread: the global is set before the runtime reads it.
     context.global.setIgnored('__coffer_port', callback);
     const control = (await w.runtime.run(context, { reference: true })) as ivm.Reference;
-    return { context, control, port, loaded: false, dirty: false, runs: 0 };
+    return { context, control, port, loaded: false, runs: 0 };
   } catch (err) {
     releaseQuietly(context);
     throw err;
@@ -484,11 +484,7 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
   const outcome = await run.done;
   run.release();
   p.port.run = undefined;
-  if (outcome.reusable) {
-    p.loaded = true;
-    p.dirty = true;
-  } else {
-    discardPrepared(p);
-  }
+  if (outcome.reusable) p.loaded = true;
+  else discardPrepared(p);
   return outcome;
 }

@@ -185,12 +185,13 @@ defineGlobal('global', G);
  * already loaded in this context, its function is called. Otherwise the host runs the user
  * script next, which loads the module through start().
  *
- * `dirty`: an earlier call ran in this context; it is reset first, in this same task (one trip
- * into the isolate instead of two). 'tainted' when a global could not be put back: nothing of
- * this call has run, and the host runs it again in a fresh context. 'armed' otherwise.
+ * A loaded module (`go`) means an earlier call ran in this context: it is reset first, in this
+ * same task (one trip into the isolate instead of two). 'tainted' when a global could not be
+ * put back: nothing of this call has run, and the host runs it again in a fresh context.
+ * 'armed' otherwise.
  */
-function arm(armJson, req, no, go, dirty) {
-  if (dirty === true && reset() !== 'ok') return 'tainted';
+function arm(armJson, req, no, go) {
+  if (go === true && reset() !== 'ok') return 'tainted';
   const a = jsonParse(armJson);
   for (let i = 0; i < LIMIT_NAMES.length; i++) LIMITS[LIMIT_NAMES[i]] = a.limits[LIMIT_NAMES[i]];
   sdkMethods = a.sdk;
@@ -230,8 +231,8 @@ function reset() {
 }
 
 /** The host's way in: arm (and run) a call, settle a call, fire a timer, or ask whether the run can still progress. */
-function control(command, a, b, c, d, e) {
-  if (command === 'arm') return arm(a, b, c, d, e);
+function control(command, a, b, c, d) {
+  if (command === 'arm') return arm(a, b, c, d);
   else if (command === 'settle') settleCall(a, b, c);
   else if (command === 'timer') fireTimer(a);
   else if (command === 'poll') return jsonStringify({ __proto__: null, finished, pending: pendingCalls + pendingTimers });
