@@ -49,45 +49,38 @@ export function assertDepth(value: unknown): void {
  * refused with the fields that hold it.
  */
 export function refuseUnstorable(value: unknown, at: string): void {
-  // Nearly every value is storable: checked first without building a path per node, which
-  // only the walk below, for the error messages, needs.
-  if (storable(value)) return;
   const errors = new FieldErrorList();
-  const checkText = (s: string, path: string) => {
-    if (s.includes('\u0000')) errors.add(path, NUL_MESSAGE);
-    if (!s.isWellFormed()) errors.add(path, SURROGATE_MESSAGE);
+  // Each node knows its parent and key; the path text is built only for a field in error, as
+  // nearly every value is storable.
+  const checkText = (s: string, where: Where | undefined) => {
+    if (s.includes('\u0000')) errors.add(pathOf(at, where), NUL_MESSAGE);
+    if (!s.isWellFormed()) errors.add(pathOf(at, where), SURROGATE_MESSAGE);
   };
-  const stack: [unknown, string][] = [[value, at]];
+  const stack: [unknown, Where | undefined][] = [[value, undefined]];
   while (stack.length > 0 && !errors.full) {
-    const [node, path] = stack.pop()!;
-    if (typeof node === 'string') checkText(node, path);
+    const [node, where] = stack.pop()!;
+    if (typeof node === 'string') checkText(node, where);
     else if (Array.isArray(node)) {
-      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], `${path}[${i}]`]);
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { up: where, key: i }]);
     } else if (node !== null && typeof node === 'object') {
       for (const [k, v] of Object.entries(node)) {
-        checkText(k, `${path}.${k}`);
-        stack.push([v, `${path}.${k}`]);
+        const child = { up: where, key: k };
+        checkText(k, child);
+        stack.push([v, child]);
       }
     }
   }
   errors.throwIfAny();
 }
 
-function storable(value: unknown): boolean {
-  const stack: unknown[] = [value];
-  while (stack.length > 0) {
-    const node = stack.pop();
-    if (typeof node === 'string') {
-      if (node.includes('\u0000') || !node.isWellFormed()) return false;
-    } else if (Array.isArray(node)) {
-      for (const v of node) stack.push(v);
-    } else if (node !== null && typeof node === 'object') {
-      for (const k in node) {
-        if (!Object.hasOwn(node, k)) continue;
-        if (k.includes('\u0000') || !k.isWellFormed()) return false;
-        stack.push((node as Record<string, unknown>)[k]);
-      }
-    }
-  }
-  return true;
+/** Where a node sits: its parent's place and its key in the parent (undefined: the root). */
+type Where = { up: Where | undefined; key: string | number };
+
+/** `root.key[0].other`, the field path of a node. */
+function pathOf(root: string, where: Where | undefined): string {
+  const keys: (string | number)[] = [];
+  for (let w = where; w; w = w.up) keys.push(w.key);
+  let path = root;
+  for (let i = keys.length - 1; i >= 0; i--) path += typeof keys[i] === 'number' ? `[${keys[i]}]` : `.${keys[i]}`;
+  return path;
 }
