@@ -149,36 +149,43 @@ export class OutboundClient {
    * `connection` header is passed through (see docs/outbound.md).
    */
   async stream(req: OutboundRequest): Promise<OutboundStream> {
+    const { hop, limit, deadline } = await this.#open(req);
+    return streamBody(hop, limit, deadline);
+  }
+
+  /**
+   * stream(), except that a body whose declared length is at most `bufferUpTo` bytes is read
+   * whole, within the same deadline, and handed over as bytes: no stream in between for a
+   * small answer, which a proxy sends back in one write anyway.
+   */
+  async streamOrBuffer(req: OutboundRequest, bufferUpTo: number): Promise<OutboundStream | OutboundResponse> {
+    const { hop, limit, deadline } = await this.#open(req);
+    const length = declaredLength(hop.response);
+    if (length < 0 || length > bufferUpTo) return streamBody(hop, limit, deadline);
+    try {
+      const body = await readLimited(hop.response, limit, hop.url);
+      return { status: hop.response.statusCode, headers: responseHeaders(hop.response.headers), body, url: hop.url.href };
+    } catch (err) {
+      throw toOutboundError(err, hop.url, deadline.passed);
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  /** Sends a streaming call and waits for the answer's head; the deadline keeps running. */
+  async #open(req: OutboundRequest): Promise<{ hop: Hop; limit: number; deadline: Deadline }> {
     const timeoutMs = perCall(req?.timeoutMs, this.#timeoutMs, 'timeoutMs');
     const limit = perCall(req?.maxResponseBytes, Infinity, 'maxResponseBytes');
     const deadline = new Deadline(timeoutMs);
     const state: HopState = { url: undefined };
-    let hop: Hop;
     try {
-      hop = await this.#send(req, deadline, true, state);
+      const hop = await this.#send(req, deadline, true, state);
       if (declaredLength(hop.response) > limit) throw tooLarge(hop.url, limit, hop.response);
+      return { hop, limit, deadline };
     } catch (err) {
       deadline.clear();
       throw toOutboundError(err, state.url, deadline.passed);
     }
-    const { response, url } = hop;
-    const source = response.body;
-    let seen = 0;
-    const body = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        seen += chunk.length;
-        if (seen > limit) callback(tooLarge(url, limit));
-        else callback(null, chunk);
-      },
-    });
-    source.on('error', (err) => body.destroy(toOutboundError(err, url, deadline.passed)));
-    deadline.signal.addEventListener('abort', () => body.destroy(toOutboundError(undefined, url, true)), { once: true });
-    body.on('close', () => {
-      deadline.clear();
-      if (!source.destroyed) source.destroy();
-    });
-    source.pipe(body);
-    return { status: response.statusCode, headers: responseHeaders(response.headers), body, url: url.href };
   }
 
   /** Closes pooled connections once in-flight requests finish. */
@@ -270,6 +277,31 @@ class Deadline {
   clear(): void {
     clearTimeout(this.#timer);
   }
+}
+
+/**
+ * The body of an opened call as a stream that errors with OutboundError (a timeout when the
+ * deadline passes first) and stops at `limit` bytes; closing it ends the deadline and drops
+ * the connection if the body was not read to its end.
+ */
+function streamBody({ response, url }: Hop, limit: number, deadline: Deadline): OutboundStream {
+  const source = response.body;
+  let seen = 0;
+  const body = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      seen += chunk.length;
+      if (seen > limit) callback(tooLarge(url, limit));
+      else callback(null, chunk);
+    },
+  });
+  source.on('error', (err) => body.destroy(toOutboundError(err, url, deadline.passed)));
+  deadline.signal.addEventListener('abort', () => body.destroy(toOutboundError(undefined, url, true)), { once: true });
+  body.on('close', () => {
+    deadline.clear();
+    if (!source.destroyed) source.destroy();
+  });
+  source.pipe(body);
+  return { status: response.statusCode, headers: responseHeaders(response.headers), body, url: url.href };
 }
 
 /** Reads the body, stopping (and dropping the connection) as soon as it passes the limit. */

@@ -344,27 +344,23 @@ export function createProxyService(deps: {
 
   async function forward(url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
     try {
-      return await outbound.stream({ url, method, headers, body, timeoutMs: deps.timeoutMs });
+      // A small answer of known length comes back read whole: the reply is then written with its
+      // headers in one write, and no stream is set up for it.
+      return await outbound.streamOrBuffer({ url, method, headers, body, timeoutMs: deps.timeoutMs }, BUFFERED_RESPONSE_BYTES);
     } catch (err) {
       if (err instanceof OutboundError) throw destinationError(err, deps.timeoutMs);
       throw err;
     }
   }
 
-  async function respond(entry: Live, res: { status: number; headers: Record<string, string | string[]>; body: Readable }): Promise<Forwarded> {
+  async function respond(entry: Live, res: { status: number; headers: Record<string, string | string[]>; body: Readable | Buffer }): Promise<Forwarded> {
     const headers = withoutHopByHop(res.headers);
     const transform = entry.row.response_transform;
     if (!transform) {
       // No body may follow these; drop whatever came so the connection goes back to the pool.
       if (res.status === 204 || res.status === 304) {
-        res.body.resume();
+        if (!Buffer.isBuffer(res.body)) res.body.resume();
         return { status: res.status, headers, body: Buffer.alloc(0) };
-      }
-      // A small body of known length goes back in one piece: the reply is then written with
-      // its headers in one write, where a stream costs a write (and a chunk) per part.
-      const length = Number(header(headers, 'content-length'));
-      if (Number.isSafeInteger(length) && length <= BUFFERED_RESPONSE_BYTES) {
-        return { status: res.status, headers, body: await readAll(res.body, BUFFERED_RESPONSE_BYTES, deps.timeoutMs) };
       }
       return { status: res.status, headers, body: res.body };
     }
@@ -709,10 +705,18 @@ function asText(v: unknown): string {
   return typeof v === 'object' ? JSON.stringify(v) : String(v);
 }
 
-/** Responses up to this declared length are read whole rather than streamed (see respond). */
+function tooLargeForTransform(limit: number): ApiError {
+  return new ApiError(502, `The destination's response is larger than ${limit} bytes, the most a response transform takes.`);
+}
+
+/** Responses up to this declared length are read whole rather than streamed (see forward). */
 const BUFFERED_RESPONSE_BYTES = 64 * 1024;
 
-async function readAll(body: Readable, limit: number, timeoutMs: number): Promise<Buffer> {
+async function readAll(body: Readable | Buffer, limit: number, timeoutMs: number): Promise<Buffer> {
+  if (Buffer.isBuffer(body)) {
+    if (body.length > limit) throw tooLargeForTransform(limit);
+    return body;
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -720,7 +724,7 @@ async function readAll(body: Readable, limit: number, timeoutMs: number): Promis
       size += chunk.length;
       if (size > limit) {
         body.destroy();
-        throw new ApiError(502, `The destination's response is larger than ${limit} bytes, the most a response transform takes.`);
+        throw tooLargeForTransform(limit);
       }
       chunks.push(chunk);
     }
