@@ -307,21 +307,24 @@ function streamBody({ response, url }: Hop, limit: number, deadline: Deadline): 
 /** Reads the body, stopping (and dropping the connection) as soon as it passes the limit. */
 async function readLimited(response: Dispatcher.ResponseData, limit: number, url: URL): Promise<Buffer> {
   const body = response.body;
-  if (declaredLength(response) > limit) {
-    body.destroy();
-    throw tooLarge(url, limit, response);
-  }
+  if (declaredLength(response) > limit) throw tooLarge(url, limit, response);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      throw tooLarge(url, limit);
-    }
+    if (size > limit) throw tooLarge(url, limit, response);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size);
+}
+
+/**
+ * Destroys a body nobody will read. undici then fails the request on it ("Request aborted"),
+ * an 'error' event that, with no listener, would be an uncaught exception: it is swallowed.
+ */
+function dropBody(body: Readable): void {
+  body.on('error', () => {});
+  body.destroy();
 }
 
 function declaredLength(response: Dispatcher.ResponseData): number {
@@ -330,8 +333,9 @@ function declaredLength(response: Dispatcher.ResponseData): number {
   return Number.isFinite(n) ? n : -1;
 }
 
+/** The error for a response past the limit; its body, when given, is dropped with its connection. */
 function tooLarge(url: URL, limit: number, response?: Dispatcher.ResponseData): OutboundError {
-  response?.body.destroy();
+  if (response) dropBody(response.body);
   return new OutboundError('too_large', `response from ${describeTarget(url)} exceeds the ${limit}-byte limit`);
 }
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant, createToken, type Response } from '../helpers/http.ts';
@@ -520,6 +521,29 @@ describe('POST /reactors/{id}/react', () => {
       }
       const uncaught = await reactor(`module.exports = async () => { await fetch('http://10.0.0.1/'); };`);
       assertProblem(await react(uncaught), 422, /fetch failed/);
+    });
+
+    it('an answer declared larger than the fetch limit fails that fetch, and the server keeps serving', async () => {
+      const big = http.createServer((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/octet-stream' });
+        res.end(Buffer.alloc(12 * 1024 * 1024));
+      });
+      await new Promise<void>((resolve) => big.listen(0, '127.0.0.1', resolve));
+      try {
+        const id = await reactor(`module.exports = async (req) => {
+          try { await fetch(req.args.url); return { raw: 'fetched' }; } catch (e) { return { raw: { name: e.name, message: e.message } }; }
+        };`);
+        const url = `http://127.0.0.1:${(big.address() as { port: number }).port}/large`;
+        for (let i = 0; i < 3; i++) {
+          const { raw } = await reacted(id, { args: { url } });
+          assert.equal(raw.name, 'TypeError');
+          assert.match(raw.message, /fetch failed/);
+        }
+        assert.equal((await call(server, 'GET', '/health/ready')).status, 200);
+      } finally {
+        big.closeAllConnections();
+        await new Promise((resolve) => big.close(resolve));
+      }
     });
 
     it('without OUTBOUND_ALLOWLIST, 127.0.0.1 is blocked', async () => {
