@@ -126,19 +126,7 @@ export class OutboundClient {
   }
 
   async request(req: OutboundRequest): Promise<OutboundResponse> {
-    const timeoutMs = perCall(req?.timeoutMs, this.#timeoutMs, 'timeoutMs');
-    const limit = perCall(req?.maxResponseBytes, this.#maxResponseBytes, 'maxResponseBytes');
-    const deadline = new Deadline(timeoutMs);
-    const state: HopState = { url: undefined };
-    try {
-      const { response, url } = await this.#send(req, deadline, false, state);
-      const body = await readLimited(response, limit, url);
-      return { status: response.statusCode, headers: responseHeaders(response.headers), body, url: url.href };
-    } catch (err) {
-      throw toOutboundError(err, state.url, deadline.passed);
-    } finally {
-      deadline.clear();
-    }
+    return readWhole(await this.#open(req, false, this.#maxResponseBytes));
   }
 
   /**
@@ -149,8 +137,7 @@ export class OutboundClient {
    * `connection` header is passed through (see docs/outbound.md).
    */
   async stream(req: OutboundRequest): Promise<OutboundStream> {
-    const { hop, limit, deadline } = await this.#open(req);
-    return streamBody(hop, limit, deadline);
+    return streamBody(await this.#open(req, true, Infinity));
   }
 
   /**
@@ -159,27 +146,22 @@ export class OutboundClient {
    * small answer, which a proxy sends back in one write anyway.
    */
   async streamOrBuffer(req: OutboundRequest, bufferUpTo: number): Promise<OutboundStream | OutboundResponse> {
-    const { hop, limit, deadline } = await this.#open(req);
-    const length = declaredLength(hop.response);
-    if (length < 0 || length > bufferUpTo) return streamBody(hop, limit, deadline);
-    try {
-      const body = await readLimited(hop.response, limit, hop.url);
-      return { status: hop.response.statusCode, headers: responseHeaders(hop.response.headers), body, url: hop.url.href };
-    } catch (err) {
-      throw toOutboundError(err, hop.url, deadline.passed);
-    } finally {
-      deadline.clear();
-    }
+    const opened = await this.#open(req, true, Infinity);
+    const length = declaredLength(opened.hop.response);
+    return length < 0 || length > bufferUpTo ? streamBody(opened) : readWhole(opened);
   }
 
-  /** Sends a streaming call and waits for the answer's head; the deadline keeps running. */
-  async #open(req: OutboundRequest): Promise<{ hop: Hop; limit: number; deadline: Deadline }> {
+  /**
+   * Sends the call and waits for the answer's head, refusing a declared length past the
+   * limit (`maxResponseBytes`, else `defaultLimit`); the deadline keeps running for the body.
+   */
+  async #open(req: OutboundRequest, streaming: boolean, defaultLimit: number): Promise<Opened> {
     const timeoutMs = perCall(req?.timeoutMs, this.#timeoutMs, 'timeoutMs');
-    const limit = perCall(req?.maxResponseBytes, Infinity, 'maxResponseBytes');
+    const limit = perCall(req?.maxResponseBytes, defaultLimit, 'maxResponseBytes');
     const deadline = new Deadline(timeoutMs);
     const state: HopState = { url: undefined };
     try {
-      const hop = await this.#send(req, deadline, true, state);
+      const hop = await this.#send(req, deadline, streaming, state);
       if (declaredLength(hop.response) > limit) throw tooLarge(hop.url, limit, hop.response);
       return { hop, limit, deadline };
     } catch (err) {
@@ -279,12 +261,27 @@ class Deadline {
   }
 }
 
+/** A call whose answer's head has arrived: the body is still to read, under `limit` and the deadline. */
+type Opened = { hop: Hop; limit: number; deadline: Deadline };
+
+/** The body of an opened call read whole; the deadline ends with it. */
+async function readWhole({ hop, limit, deadline }: Opened): Promise<OutboundResponse> {
+  try {
+    const body = await readLimited(hop.response, limit, hop.url);
+    return { status: hop.response.statusCode, headers: responseHeaders(hop.response.headers), body, url: hop.url.href };
+  } catch (err) {
+    throw toOutboundError(err, hop.url, deadline.passed);
+  } finally {
+    deadline.clear();
+  }
+}
+
 /**
  * The body of an opened call as a stream that errors with OutboundError (a timeout when the
  * deadline passes first) and stops at `limit` bytes; closing it ends the deadline and drops
  * the connection if the body was not read to its end.
  */
-function streamBody({ response, url }: Hop, limit: number, deadline: Deadline): OutboundStream {
+function streamBody({ hop: { response, url }, limit, deadline }: Opened): OutboundStream {
   const source = response.body;
   let seen = 0;
   const body = new Transform({
@@ -304,10 +301,12 @@ function streamBody({ response, url }: Hop, limit: number, deadline: Deadline): 
   return { status: response.statusCode, headers: responseHeaders(response.headers), body, url: url.href };
 }
 
-/** Reads the body, stopping (and dropping the connection) as soon as it passes the limit. */
+/**
+ * Reads the body, stopping (and dropping the connection) as soon as it passes the limit; a
+ * declared length past it was refused before (#open).
+ */
 async function readLimited(response: Dispatcher.ResponseData, limit: number, url: URL): Promise<Buffer> {
   const body = response.body;
-  if (declaredLength(response) > limit) throw tooLarge(url, limit, response);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
