@@ -18,6 +18,13 @@ async function streamError(body: NodeJS.ReadableStream): Promise<unknown> {
   assert.fail('the stream ended without an error');
 }
 
+/** Reads a stream to its end. */
+async function drain(body: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 test('stream delivers a large body chunk-wise, before the server has finished sending it', async () => {
   const CHUNK = 256 * 1024;
   const REST_CHUNKS = 48; // 12 MiB + the first chunk: more than request()'s default 10 MiB limit
@@ -123,11 +130,6 @@ test('stream passes an explicit connection header; request() does not', async ()
     }),
   );
   const c = client({ allowlist: ['127.0.0.1'] });
-  const drain = async (body: NodeJS.ReadableStream) => {
-    for await (const _ of body) {
-      // drain
-    }
-  };
 
   await c.request({ url: s.origin, headers: { connection: 'close' } });
   assert.equal(seen[0].connection, 'keep-alive');
@@ -168,11 +170,6 @@ test('streamOrBuffer reads a body of declared length up to the bound whole, and 
     }),
   );
   const c = client({ allowlist: ['127.0.0.1'] });
-  const drain = async (body: NodeJS.ReadableStream) => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of body) chunks.push(chunk as Buffer);
-    return Buffer.concat(chunks);
-  };
 
   const small = await c.streamOrBuffer({ url: `${s.origin}/small` }, 1000);
   assert.equal(small.status, 200);
