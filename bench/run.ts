@@ -15,6 +15,7 @@ import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, inse
 import { BenchError, freePort, load, probe, startCommand, startServer, table, waitReady, type Req, type Result, type Row, type Server, type ValueRow } from './lib.ts';
 import { pairedLatency, type Latencies } from './overhead.ts';
 import { RssSampler, type ServerPeak } from './rss.ts';
+import { cpuTimes, percent, STEAL_WARNING, stealShare } from './steal.ts';
 import { cpuSecondsOf, waitWorkersServing } from './workers.ts';
 import { Client } from 'undici';
 
@@ -387,6 +388,27 @@ async function pairedAcross(label: string, a: { url: string; req: Req }, b: { ur
   return { a: stats(times[0]), b: stats(times[1]) };
 }
 
+type RowSteal = { run: number | undefined; baseline: (number | undefined)[] };
+
+/** The line under the table: each row's steal, and a warning naming the rows that lost more than STEAL_WARNING. */
+function stealReport(rows: [string, RowSteal | undefined][]): string {
+  const known = rows.filter((r): r is [string, RowSteal] => r[1]?.run !== undefined);
+  if (known.length === 0) return '';
+  const parts = known.map(([name, s]) => `${name} ${percent(s.run)} (${s.baseline.map(percent).join(', ')})`);
+  const noisy = known.filter(([, s]) => [s.run, ...s.baseline].some((x) => x !== undefined && x > STEAL_WARNING)).map(([name]) => name);
+  return (
+    `CPU steal, the share of the 2 cores' time the host took away during each measured run (the row's own; its baseline's before, after): ${parts.join(', ')}\n` +
+    (noisy.length ? `warning: ${noisy.join(', ')} lost more than ${percent(STEAL_WARNING)} of CPU time to the host in some run; their ratios measure the host too: run them again\n` : '')
+  );
+}
+
+/** results.json fields of a row's steal (shares rounded to 0.001). */
+function stealFields(s: RowSteal | undefined): Record<string, unknown> {
+  if (s?.run === undefined) return {};
+  const r = (x: number | undefined) => (x === undefined ? null : Math.round(x * 1000) / 1000);
+  return { steal_share: r(s.run), baseline_steal_share: s.baseline.map(r) };
+}
+
 async function main(): Promise<number> {
   const started = Date.now();
   const duration = durationSeconds();
@@ -457,6 +479,15 @@ async function main(): Promise<number> {
       },
     };
 
+    // The share of CPU time the host took away during each measured run, by label (bench/steal.ts).
+    const stolen = new Map<string, number | undefined>();
+    const stealDuring = async (label: string, run: () => Promise<Result>): Promise<Result> => {
+      const before = cpuTimes();
+      const result = await run();
+      stolen.set(label, stealShare(before, cpuTimes()));
+      return result;
+    };
+
     /** `onRun` is called right before the measured run (after the probe and the warm-up). */
     const measure = async (label: string, t: Target | { db: DbTarget }, connections: number, onRun?: () => void): Promise<Result> => {
       sampler.phase = label;
@@ -469,7 +500,7 @@ async function main(): Promise<number> {
           process.stdout.write(`${label}: warm-up ${WARMUP_SECONDS} s, then ${duration} s with ${connections} workers on ${connections} connections\n`);
           await opsLoad(`${label} (warm-up)`, op, connections, WARMUP_SECONDS);
           onRun?.();
-          return opsLoad(label, op, connections, duration);
+          return stealDuring(label, () => opsLoad(label, op, connections, duration));
         });
       }
       const server = t.server === 'baseline' ? baseline : coffer!;
@@ -478,19 +509,22 @@ async function main(): Promise<number> {
       process.stdout.write(`${label}: warm-up ${WARMUP_SECONDS} s, then ${duration} s at ${connections} connections\n`);
       await load(`${label} (warm-up)`, server.url, reqs, connections, WARMUP_SECONDS);
       onRun?.();
-      return load(label, server.url, reqs, connections, duration);
+      return stealDuring(label, () => load(label, server.url, reqs, connections, duration));
     };
 
     // Each scenario is bracketed by its baseline, measured right before and right after it: the
     // machine's speed drifts over minutes (2 shared cores), and the mean of the two cancels a drift.
     const rows: Row[] = [];
     const brackets = new Map<string, { before: number; after: number }>();
+    /** Per row: the steal share of its measured run and of its baseline's runs. */
+    const steals = new Map<string, { run: number | undefined; baseline: (number | undefined)[] }>();
     for (const s of selected) {
       const before = await measure(`${s.baseline} (before ${s.name})`, baselines[s.baseline], s.connections);
       const r = await measure(s.name, s, s.connections);
       const after = await measure(`${s.baseline} (after ${s.name})`, baselines[s.baseline], s.connections);
       const base = meanOf(before, after);
       brackets.set(s.name, { before: before.requests.average, after: after.requests.average });
+      steals.set(s.name, { run: stolen.get(s.name), baseline: [stolen.get(`${s.baseline} (before ${s.name})`), stolen.get(`${s.baseline} (after ${s.name})`)] });
       const ratio = r.requests.average / base.rps;
       const misses = [
         ...(ratio < s.target ? [`ratio ${ratio.toFixed(2)} < ${s.target.toFixed(2)}`] : []),
@@ -555,6 +589,7 @@ async function main(): Promise<number> {
         throw new BenchError(`${SCALING.name}: the workers' shares of CPU time during the run were ${shares.join(', ')} (pids ${workers.join(', ')}); each needs ${MIN_WORKER_SHARE}`);
       }
       const ratio = result.requests.average / single.rps;
+      steals.set(SCALING.name, { run: stolen.get(SCALING.name), baseline: [steals.get(SCALING.of)?.run] });
       rows.push({
         scenario: SCALING.name,
         rps: result.requests.average,
@@ -579,6 +614,7 @@ async function main(): Promise<number> {
     const valueRows: ValueRow[] = [{ scenario: memory.scenario, value: `${memory.peak_rss_mb.toFixed(0)} MB`, target: `<= ${memory.target_mb} MB`, misses: memoryMisses }];
 
     process.stdout.write(`\n${table(rows, valueRows)}\n\n`);
+    process.stdout.write(stealReport(rows.map((r) => [r.scenario, steals.get(r.scenario)])));
     process.stdout.write(scalingDetail);
     process.stdout.write(
       `${memory.scenario}: ${memory.peak_rss_mb} MB (target <= ${memory.target_mb} MB) ${memoryMisses.length ? 'FAIL' : 'PASS'}, of ${memory.server};` +
@@ -620,6 +656,7 @@ async function main(): Promise<number> {
       ...(brackets.has(r.scenario)
         ? { baseline_rps_before: Math.round(brackets.get(r.scenario)!.before), baseline_rps_after: Math.round(brackets.get(r.scenario)!.after) }
         : {}),
+      ...stealFields(steals.get(r.scenario)),
       ...extras.get(r.scenario),
     }));
     const latencyRows = [overhead, added].filter((r) => r !== undefined);
