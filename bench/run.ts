@@ -595,7 +595,9 @@ async function main(): Promise<number> {
       sampler.phase = `start-up with --workers ${SCALING.workers}`;
       // Killed after 20 s: its PostgreSQL is still running, and the cluster's primary adopts it (src/db/embedded.ts).
       if (!stoppedCleanly) process.stderr.write(`warning: Coffer did not stop within 20 s of SIGTERM and was killed\n`);
-      coffer = startServer(`coffer --workers ${SCALING.workers}`, cli, ['serve', '--workers', String(SCALING.workers)], cofferEnv, await freePort(), flags);
+      // A cluster serves its metrics (every worker's, summed) on a port of their own, which it requires.
+      const clusterEnv = { ...cofferEnv, METRICS_PORT: String(await freePort()) };
+      coffer = startServer(`coffer --workers ${SCALING.workers}`, cli, ['serve', '--workers', String(SCALING.workers)], clusterEnv, await freePort(), flags);
       servers.push(coffer);
       // The tenant exists, so no key is printed: the management key and the application's key from before still hold.
       await waitReady(coffer, '/health/ready', 120_000);
