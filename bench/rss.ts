@@ -10,13 +10,27 @@ import fs from 'node:fs';
 export type ServiceProcess = { pid: number; comm: string };
 
 /** The Linux kernel's name for PostgreSQL's postmaster and its backends. */
-const EXCLUDED = new Set(['postgres']);
+const DATABASE = new Set(['postgres']);
 
 /**
  * `root` and its descendants, except those named `postgres` (and theirs). Built from the
  * ppid of every process in /proc (this kernel may lack /proc/<pid>/task/<tid>/children).
  */
 export function serviceProcesses(root: number): ServiceProcess[] {
+  return tree(root)
+    .filter((p) => !p.database)
+    .map(({ pid, comm }) => ({ pid, comm }));
+}
+
+/** The embedded PostgreSQL under `root`: its postmaster and everything under it (the backends). */
+export function databaseProcesses(root: number): ServiceProcess[] {
+  return tree(root)
+    .filter((p) => p.database)
+    .map(({ pid, comm }) => ({ pid, comm }));
+}
+
+/** `root` and its descendants, each marked as part of the database when it or an ancestor below `root` is a `postgres`. */
+function tree(root: number): (ServiceProcess & { database: boolean })[] {
   const children = new Map<number, ServiceProcess[]>();
   let rootComm: string | undefined;
   for (const entry of fs.readdirSync('/proc')) {
@@ -29,9 +43,9 @@ export function serviceProcesses(root: number): ServiceProcess[] {
     children.set(stat.ppid, list);
   }
   if (rootComm === undefined) return [];
-  const found: ServiceProcess[] = [{ pid: root, comm: rootComm }];
+  const found = [{ pid: root, comm: rootComm, database: false }];
   for (let i = 0; i < found.length; i++) {
-    for (const child of children.get(found[i].pid) ?? []) if (!EXCLUDED.has(child.comm)) found.push(child);
+    for (const child of children.get(found[i].pid) ?? []) found.push({ ...child, database: found[i].database || DATABASE.has(child.comm) });
   }
   return found;
 }

@@ -16,6 +16,7 @@ import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, inse
 import { BenchError, freePort, load, probe, startCommand, startServer, table, waitReady, type Req, type Result, type Row, type Server, type ValueRow } from './lib.ts';
 import { pairedLatency, type Latencies } from './overhead.ts';
 import { RssSampler, type ServerPeak } from './rss.ts';
+import { cpuSeconds, perRequest, type CpuPerRequest } from './cpu.ts';
 import { runStats, scrapeRunBuckets } from './sandbox-runs.ts';
 import { cpuTimes, percent, STEAL_WARNING, stealShare } from './steal.ts';
 import { cpuSecondsOf, waitWorkersServing } from './workers.ts';
@@ -418,6 +419,17 @@ function stealReport(rows: [string, RowSteal | undefined][]): string {
   );
 }
 
+/** Lines under the table: each scenario's CPU time per request, by process (bench/cpu.ts). */
+function cpuReport(rows: [string, CpuPerRequest | undefined][]): string {
+  const known = rows.filter((r): r is [string, CpuPerRequest] => r[1] !== undefined);
+  if (known.length === 0) return '';
+  const width = Math.max(...known.map(([name]) => name.length));
+  return (
+    `CPU time per request in µs: Coffer (its event-loop threads), PostgreSQL, bench (autocannon), baseline child; total\n` +
+    known.map(([name, c]) => `  ${name.padEnd(width)}  ${c.coffer} (${c.main}), ${c.postgres}, ${c.bench}, ${c.baseline}; ${c.total}\n`).join('')
+  );
+}
+
 /** results.json fields of a row's steal (shares rounded to 0.001). */
 function stealFields(s: RowSteal | undefined): Record<string, unknown> {
   if (s?.run === undefined) return {};
@@ -498,11 +510,15 @@ async function main(): Promise<number> {
       },
     };
 
-    // The share of CPU time the host took away during each measured run, by label (bench/steal.ts).
+    // Per measured run, by label: the share of CPU time the host took away (bench/steal.ts),
+    // and each process's CPU time per request (bench/cpu.ts).
     const stolen = new Map<string, number | undefined>();
-    const stealDuring = async (label: string, run: () => Promise<Result>): Promise<Result> => {
+    const cpuPer = new Map<string, CpuPerRequest | undefined>();
+    const observed = async (label: string, run: () => Promise<Result>): Promise<Result> => {
       const before = cpuTimes();
+      const cpuBefore = cpuSeconds(coffer!.pid, baseline.pid);
       const result = await run();
+      cpuPer.set(label, perRequest(cpuBefore, cpuSeconds(coffer!.pid, baseline.pid), result.requests.total));
       stolen.set(label, stealShare(before, cpuTimes()));
       return result;
     };
@@ -519,7 +535,7 @@ async function main(): Promise<number> {
           process.stdout.write(`${label}: warm-up ${WARMUP_SECONDS} s, then ${duration} s with ${connections} workers on ${connections} connections\n`);
           await opsLoad(`${label} (warm-up)`, op, connections, WARMUP_SECONDS);
           onRun?.();
-          return stealDuring(label, () => opsLoad(label, op, connections, duration));
+          return observed(label, () => opsLoad(label, op, connections, duration));
         });
       }
       const server = t.server === 'baseline' ? baseline : coffer!;
@@ -528,7 +544,7 @@ async function main(): Promise<number> {
       process.stdout.write(`${label}: warm-up ${WARMUP_SECONDS} s, then ${duration} s at ${connections} connections\n`);
       await load(`${label} (warm-up)`, server.url, reqs, connections, WARMUP_SECONDS);
       onRun?.();
-      return stealDuring(label, () => load(label, server.url, reqs, connections, duration));
+      return observed(label, () => load(label, server.url, reqs, connections, duration));
     };
 
     // Each scenario is bracketed by its baseline, measured right before and right after it: the
@@ -640,6 +656,7 @@ async function main(): Promise<number> {
 
     process.stdout.write(`\n${table(rows, valueRows)}\n\n`);
     process.stdout.write(stealReport(rows.map((r) => [r.scenario, steals.get(r.scenario)])));
+    process.stdout.write(cpuReport(rows.map((r) => [r.scenario, cpuPer.get(r.scenario)])));
     process.stdout.write(scalingDetail);
     process.stdout.write(
       `${memory.scenario}: ${memory.peak_rss_mb} MB (target <= ${memory.target_mb} MB) ${memoryMisses.length ? 'FAIL' : 'PASS'}, of ${memory.server};` +
@@ -683,6 +700,7 @@ async function main(): Promise<number> {
         ? { baseline_rps_before: Math.round(brackets.get(r.scenario)!.before), baseline_rps_after: Math.round(brackets.get(r.scenario)!.after) }
         : {}),
       ...stealFields(steals.get(r.scenario)),
+      ...(cpuPer.get(r.scenario) ? { cpu_us_per_request: cpuPer.get(r.scenario) } : {}),
       ...extras.get(r.scenario),
     }));
     const latencyRows = [overhead, added].filter((r) => r !== undefined);
