@@ -10,8 +10,9 @@
 import fs from 'node:fs';
 import { databaseProcesses, serviceProcesses } from './rss.ts';
 
-export type CpuSeconds = { coffer: number; main: number; postgres: number; bench: number; baseline: number };
-export type CpuPerRequest = CpuSeconds & { total: number };
+/** CPU seconds so far by pid, for the parts made of several processes; single numbers for the rest. */
+export type CpuReading = { coffer: Map<number, number>; main: Map<number, number>; postgres: Map<number, number>; bench: number; baseline: number };
+export type CpuPerRequest = { coffer: number; main: number; postgres: number; bench: number; baseline: number; total: number };
 
 /** utime + stime of /proc/<path>/stat, in seconds (USER_HZ is 100 on Linux); 0 once gone. */
 function statSeconds(path: string): number {
@@ -25,23 +26,40 @@ function statSeconds(path: string): number {
 }
 
 /** The CPU time so far of each part; undefined where /proc has none (not Linux). */
-export function cpuSeconds(coffer: number, baseline: number): CpuSeconds | undefined {
+export function cpuSeconds(coffer: number, baseline: number): CpuReading | undefined {
   if (!fs.existsSync(`/proc/${coffer}/stat`)) return undefined;
   const service = serviceProcesses(coffer);
   const own = process.cpuUsage();
   return {
-    coffer: service.reduce((n, p) => n + statSeconds(String(p.pid)), 0),
-    main: service.reduce((n, p) => n + statSeconds(`${p.pid}/task/${p.pid}`), 0),
-    postgres: databaseProcesses(coffer).reduce((n, p) => n + statSeconds(String(p.pid)), 0),
+    coffer: new Map(service.map((p) => [p.pid, statSeconds(String(p.pid))])),
+    main: new Map(service.map((p) => [p.pid, statSeconds(`${p.pid}/task/${p.pid}`)])),
+    postgres: new Map(databaseProcesses(coffer).map((p) => [p.pid, statSeconds(String(p.pid))])),
     bench: (own.user + own.system) / 1e6,
     baseline: statSeconds(String(baseline)),
   };
 }
 
+/**
+ * What each process of `after` spent since `before` (all of it for one started since). A
+ * process that ended in between (a PostgreSQL backend whose client closed) takes its time
+ * with it: the figure can only be short by that, never negative.
+ */
+function spent(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, seconds] of after) total += Math.max(0, seconds - (before.get(pid) ?? 0));
+  return total;
+}
+
 /** Microseconds per request of each part between two readings. */
-export function perRequest(before: CpuSeconds | undefined, after: CpuSeconds | undefined, requests: number): CpuPerRequest | undefined {
+export function perRequest(before: CpuReading | undefined, after: CpuReading | undefined, requests: number): CpuPerRequest | undefined {
   if (!before || !after || requests <= 0) return undefined;
-  const us = (k: keyof CpuSeconds) => Math.round(((after[k] - before[k]) * 1e6) / requests);
-  const out = { coffer: us('coffer'), main: us('main'), postgres: us('postgres'), bench: us('bench'), baseline: us('baseline') };
+  const us = (seconds: number) => Math.round((seconds * 1e6) / requests);
+  const out = {
+    coffer: us(spent(before.coffer, after.coffer)),
+    main: us(spent(before.main, after.main)),
+    postgres: us(spent(before.postgres, after.postgres)),
+    bench: us(after.bench - before.bench),
+    baseline: us(Math.max(0, after.baseline - before.baseline)),
+  };
   return { ...out, total: out.coffer + out.postgres + out.bench + out.baseline };
 }
