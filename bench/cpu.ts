@@ -14,14 +14,18 @@ import { databaseProcesses, serviceProcesses } from './rss.ts';
 export type CpuReading = { coffer: Map<number, number>; main: Map<number, number>; postgres: Map<number, number>; bench: number; baseline: number };
 export type CpuPerRequest = { coffer: number; main: number; postgres: number; bench: number; baseline: number; total: number };
 
-/** utime + stime of /proc/<path>/stat, in seconds (USER_HZ is 100 on Linux); 0 once gone. */
-function statSeconds(path: string): number {
+/**
+ * utime + stime of /proc/<path>/stat (a process, or `<pid>/task/<tid>` for one thread), in
+ * seconds; undefined once it is gone.
+ */
+export function statSeconds(path: string): number | undefined {
   try {
     const text = fs.readFileSync(`/proc/${path}/stat`, 'utf8');
+    // After "pid (comm) ": state is field 3, utime 14, stime 15 (1-based); USER_HZ is 100 on Linux.
     const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
@@ -31,11 +35,11 @@ export function cpuSeconds(coffer: number, baseline: number): CpuReading | undef
   const service = serviceProcesses(coffer);
   const own = process.cpuUsage();
   return {
-    coffer: new Map(service.map((p) => [p.pid, statSeconds(String(p.pid))])),
-    main: new Map(service.map((p) => [p.pid, statSeconds(`${p.pid}/task/${p.pid}`)])),
-    postgres: new Map(databaseProcesses(coffer).map((p) => [p.pid, statSeconds(String(p.pid))])),
+    coffer: new Map(service.map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
+    main: new Map(service.map((p) => [p.pid, statSeconds(`${p.pid}/task/${p.pid}`) ?? 0])),
+    postgres: new Map(databaseProcesses(coffer).map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
     bench: (own.user + own.system) / 1e6,
-    baseline: statSeconds(String(baseline)),
+    baseline: statSeconds(String(baseline)) ?? 0,
   };
 }
 

@@ -2,7 +2,8 @@
  * `npm run bench [-- scenario ...]`: starts Coffer on a fresh embedded PostgreSQL and a
  * bare Fastify baseline, each in its own child process, drives both with autocannon from
  * this process, and reports every scenario against its baseline measured in the same run.
- * Last it restarts Coffer as `serve --workers 2` on the same database for the scaling row;
+ * Then it restarts Coffer with metrics on for the sandbox overhead (read from its /metrics),
+ * and last as `serve --workers 2` on the same database for the scaling row;
  * the service's memory is sampled throughout (bench/rss.ts).
  * Missing a target is reported, not an error (exit 0); a run with any non-2xx response
  * is an error (exit 1), because it measured something else. See docs/benchmarks.md.
@@ -552,7 +553,7 @@ async function main(): Promise<number> {
     const rows: Row[] = [];
     const brackets = new Map<string, { before: number; after: number }>();
     /** Per row: the steal share of its measured run and of its baseline's runs. */
-    const steals = new Map<string, { run: number | undefined; baseline: (number | undefined)[] }>();
+    const steals = new Map<string, RowSteal>();
     for (const s of selected) {
       const before = await measure(`${s.baseline} (before ${s.name})`, baselines[s.baseline], s.connections);
       const r = await measure(s.name, s, s.connections);

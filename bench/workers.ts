@@ -9,18 +9,12 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { BenchError, type Server } from './lib.ts';
+import { statSeconds } from './cpu.ts';
 import { serviceProcesses } from './rss.ts';
 
 /** User plus system CPU time of one process (all its threads), in seconds; undefined once it is gone. */
 export function cpuSecondsOf(pid: number): number | undefined {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // After "pid (comm) ": state is field 3, utime 14, stime 15 (1-based); USER_HZ is 100 on Linux.
-    const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
+  return statSeconds(String(pid));
 }
 
 /**
