@@ -1,0 +1,268 @@
+/**
+ * The HTTP messages of a proxy invocation, as data: the caller's URL split into the path
+ * suffix, the proxy key and the rest of the query; the headers carried to the destination
+ * and back (hop-by-hop and Coffer's own left out); request and response bodies by kind
+ * (JSON, form, text, binary), read, decoded and encoded for detokenization and transforms;
+ * and the destination's failures as problem details. Nothing here calls out or keeps state.
+ */
+import type { Readable } from 'node:stream';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import secureJson from 'secure-json-parse';
+import { isTemplate } from '../../expressions/index.ts';
+import { ApiError } from '../../http/errors.ts';
+import { assertDepth } from '../../http/json-body.ts';
+import { OutboundError } from '../../outbound/client.ts';
+
+/** Headers that belong to one connection (RFC 9110 §7.6.1), never carried across the proxy. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'host', 'content-length']);
+/** Coffer's own request headers: credentials and the reserved proxy headers, never forwarded. */
+const RESERVED = new Set(['svc-api-key', 'svc-proxy-key', 'svc-proxy-keep-alive', 'svc-proxy-connection']);
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const BAD_HEADER_VALUE = /[\0\r\n]/;
+
+/** A header's value, the first of a repeated one. */
+export function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+/** `/proxy/v1/x?a=1&svc-proxy-key=…` → path `/v1/x`, the key, and the rest of the query (raw). */
+export function splitUrl(url: string): { path: string; query: { key: string | undefined; rest: string } } {
+  const q = url.indexOf('?');
+  const pathPart = q === -1 ? url : url.slice(0, q);
+  const path = pathPart.slice('/proxy'.length);
+  let key: string | undefined;
+  const kept: string[] = [];
+  if (q !== -1) {
+    for (const part of url.slice(q + 1).split('&')) {
+      if (part === '') continue;
+      const eq = part.indexOf('=');
+      const name = decodeQueryPart(eq === -1 ? part : part.slice(0, eq));
+      if (name.toLowerCase() === 'svc-proxy-key') key ??= decodeQueryPart(eq === -1 ? '' : part.slice(eq + 1));
+      else kept.push(part);
+    }
+  }
+  return { path, query: { key, rest: kept.join('&') } };
+}
+
+function decodeQueryPart(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return s;
+  }
+}
+
+/**
+ * destination_url + the path suffix + the query. The suffix may not climb out of the
+ * destination's path (`..`, also percent-encoded or behind backslashes), and the origin never changes.
+ */
+export function destinationUrl(destination: string, suffix: string, query: string): string {
+  // As a destination might read it: percent-decoded dots and slashes, backslashes as slashes.
+  const decoded = suffix.replace(/%2e/gi, '.').replace(/%2f/gi, '/').replace(/%5c/gi, '/').replace(/\\/g, '/');
+  if (decoded.split('/').some((segment) => segment === '.' || segment === '..')) {
+    throw ApiError.field('path', 'must not contain "." or ".." segments (also percent-encoded)');
+  }
+  const base = new URL(destination);
+  const basePath = base.pathname.replace(/\/$/, '');
+  const search = [base.search.slice(1), query].filter(Boolean).join('&');
+  const target = new URL(`${base.origin}${basePath}${suffix}${search ? `?${search}` : ''}`);
+  if (target.origin !== base.origin || !target.pathname.startsWith(basePath)) throw ApiError.field('path', 'does not stay below the destination URL');
+  return target.href;
+}
+
+export function queryObject(raw: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of new URLSearchParams(raw)) {
+    const existing = out[k];
+    out[k] = existing === undefined ? v : Array.isArray(existing) ? [...existing, v] : [existing, v];
+  }
+  return out;
+}
+
+/** Names listed in a Connection header are hop-by-hop too. */
+function connectionTokens(headers: Record<string, string | string[] | undefined>): Set<string> | undefined {
+  const value = headers.connection;
+  if (value === undefined) return undefined;
+  return new Set([value].flat().join(',').split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
+}
+
+/** The caller's headers minus Coffer's own (credentials, reserved) and hop-by-hop ones. */
+export function forwardedHeaders(input: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
+  const listed = connectionTokens(input);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(input)) {
+    if (value === undefined || RESERVED.has(name) || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+export function withoutHopByHop(input: Record<string, string | string[]>): Record<string, string | string[]> {
+  const listed = connectionTokens(input);
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(input)) {
+    if (name !== 'content-length' && (HOP_BY_HOP.has(name) || listed?.has(name))) continue;
+    out[name] = value;
+  }
+  return out;
+}
+
+/** What a transform returned as headers: names lower-cased, values strings (or lists of strings). */
+export function transformHeaders(value: unknown, which: string): Record<string, string | string[]> {
+  const bad = () => new ApiError(422, `The ${which} transform returned invalid headers: an object of header names to strings is expected.`);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw bad();
+  const out: Record<string, string | string[]> = {};
+  for (const [name, v] of Object.entries(value as Record<string, unknown>)) {
+    if (v === undefined || v === null) continue;
+    const values = (Array.isArray(v) ? v : [v]).map((x) => (typeof x === 'number' || typeof x === 'boolean' ? String(x) : x));
+    if (!HEADER_NAME.test(name) || !values.every((x) => typeof x === 'string' && !BAD_HEADER_VALUE.test(x))) throw bad();
+    out[name.toLowerCase()] = Array.isArray(v) ? (values as string[]) : (values[0] as string);
+  }
+  return out;
+}
+
+/** A transform's body: strings as they are, other JSON values serialized (content-type JSON if none was set). */
+export function encodeBody(body: unknown, headers: Record<string, string | string[]>): Buffer | undefined {
+  if (body === null || body === undefined) return undefined;
+  if (typeof body === 'string') return Buffer.from(body);
+  headers['content-type'] ??= 'application/json';
+  return Buffer.from(JSON.stringify(body));
+}
+
+export type BodyKind = 'json' | 'form' | 'text' | 'binary';
+
+/** Which bodies may hold expressions: JSON, form-encoded and text; anything else passes untouched. */
+export function bodyKind(contentType: string | undefined): BodyKind {
+  if (contentType === undefined) return 'text';
+  const type = contentType.split(';')[0].trim().toLowerCase();
+  if (type === 'application/json' || type.endsWith('+json') || type === 'text/json') return 'json';
+  if (type === 'application/x-www-form-urlencoded') return 'form';
+  if (type.startsWith('text/') || type === 'application/xml' || type.endsWith('+xml')) return 'text';
+  return 'binary';
+}
+
+/** Cheap byte scan before any parsing: JSON may escape braces, forms percent-encode them. */
+export function mayHoldExpressions(body: Buffer, kind: BodyKind): boolean {
+  if (body.includes('{{')) return true;
+  if (kind === 'json') return body.includes('\\u007b') || body.includes('\\u007B');
+  if (kind === 'form') return body.includes('%7B') || body.includes('%7b');
+  return false;
+}
+
+export function parseJson(body: Buffer): unknown {
+  let value: unknown;
+  try {
+    value = secureJson.parse(body.toString('utf8'), undefined, { protoAction: 'error', constructorAction: 'error' });
+  } catch {
+    throw ApiError.field('body', 'is not valid JSON (its Content-Type says it is)');
+  }
+  // The detokenize walk and the transform's arguments must not meet a body deeper than any other route accepts.
+  assertDepth(value);
+  return value;
+}
+
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+export function utf8(body: Buffer, status = 400): string {
+  try {
+    return decoder.decode(body);
+  } catch {
+    throw status === 400 ? ApiError.field('body', 'is not valid UTF-8 text') : new ApiError(status, 'The destination\'s response is not valid UTF-8 text, which the mask needs.');
+  }
+}
+
+/** Iterative (a deeply nested body must not overflow the stack): does any string hold '{{'? */
+export function holdsTemplate(root: unknown): boolean {
+  const stack = [root];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node === 'string') {
+      if (isTemplate(node)) return true;
+    } else if (node !== null && typeof node === 'object') {
+      stack.push(...(Array.isArray(node) ? node : Object.values(node)));
+    }
+  }
+  return false;
+}
+
+/** A body as transform code sees it: parsed when it is JSON (and parses), else text; null when there is none. */
+export function transformBody(kind: BodyKind, body: Buffer | undefined, parsed?: unknown): unknown {
+  if (parsed !== undefined) return parsed;
+  if (!body || body.length === 0) return null;
+  const text = body.toString('utf8');
+  if (kind !== 'json') return text;
+  let value: unknown;
+  try {
+    value = secureJson.parse(text, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+  } catch {
+    return text;
+  }
+  // Handed to the sandbox as JSON: a body nested deeper than JSON bodies may be is the caller's error, not a 500.
+  assertDepth(value);
+  return value;
+}
+
+/** How an expression's value is written into text or a form field (objects as JSON, null as nothing). */
+export function asText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === null || v === undefined) return '';
+  return typeof v === 'object' ? JSON.stringify(v) : String(v);
+}
+
+function tooLargeForTransform(limit: number): ApiError {
+  return new ApiError(502, `The destination's response is larger than ${limit} bytes, the most a response transform takes.`);
+}
+
+/** Responses up to this declared length are read whole rather than streamed (see forward). */
+export const BUFFERED_RESPONSE_BYTES = 64 * 1024;
+
+export async function readAll(body: Readable | Buffer, limit: number, timeoutMs: number): Promise<Buffer> {
+  if (Buffer.isBuffer(body)) {
+    if (body.length > limit) throw tooLargeForTransform(limit);
+    return body;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > limit) {
+        body.destroy();
+        throw tooLargeForTransform(limit);
+      }
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    if (err instanceof OutboundError) throw destinationError(err, timeoutMs);
+    throw err;
+  }
+  return Buffer.concat(chunks, size);
+}
+
+export function decodeContent(raw: Buffer, headers: Record<string, string | string[]>): Buffer {
+  const encoding = header(headers, 'content-encoding')?.trim().toLowerCase();
+  try {
+    if (!encoding || encoding === 'identity') return raw;
+    if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipSync(raw);
+    if (encoding === 'deflate') return inflateSync(raw);
+    if (encoding === 'br') return brotliDecompressSync(raw);
+  } catch {
+    throw new ApiError(502, `The destination's ${encoding} response body could not be decoded.`);
+  }
+  throw new ApiError(502, `The destination's response uses the content encoding "${encoding.slice(0, 40)}", which a response transform cannot read.`);
+}
+
+export function destinationError(err: OutboundError, timeoutMs: number): ApiError {
+  switch (err.code) {
+    case 'timeout':
+      return new ApiError(504, `The destination did not answer within ${timeoutMs} ms.`);
+    case 'blocked_address':
+      return new ApiError(403, `The destination may not be called: ${err.message}. Internal addresses are refused unless OUTBOUND_ALLOWLIST names them.`);
+    case 'invalid_request':
+    case 'invalid_url':
+      return ApiError.field('headers', `The request cannot be forwarded: ${err.message}`);
+    default:
+      return new ApiError(502, `The destination could not be reached: ${err.message}`);
+  }
+}
