@@ -8,7 +8,7 @@
  * req/s is what they can do divided by the sum.
  */
 import fs from 'node:fs';
-import { databaseProcesses, serviceProcesses } from './rss.ts';
+import { processesUnder } from './rss.ts';
 
 /** CPU seconds so far by pid, for the parts made of several processes; single numbers for the rest. */
 export type CpuReading = { coffer: Map<number, number>; main: Map<number, number>; postgres: Map<number, number>; bench: number; baseline: number };
@@ -32,12 +32,12 @@ export function statSeconds(path: string): number | undefined {
 /** The CPU time so far of each part; undefined where /proc has none (not Linux). */
 export function cpuSeconds(coffer: number, baseline: number): CpuReading | undefined {
   if (!fs.existsSync(`/proc/${coffer}/stat`)) return undefined;
-  const service = serviceProcesses(coffer);
+  const { service, database } = processesUnder(coffer);
   const own = process.cpuUsage();
   return {
     coffer: new Map(service.map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
     main: new Map(service.map((p) => [p.pid, statSeconds(`${p.pid}/task/${p.pid}`) ?? 0])),
-    postgres: new Map(databaseProcesses(coffer).map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
+    postgres: new Map(database.map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
     bench: (own.user + own.system) / 1e6,
     baseline: statSeconds(String(baseline)) ?? 0,
   };

@@ -17,16 +17,14 @@ const DATABASE = new Set(['postgres']);
  * ppid of every process in /proc (this kernel may lack /proc/<pid>/task/<tid>/children).
  */
 export function serviceProcesses(root: number): ServiceProcess[] {
-  return tree(root)
-    .filter((p) => !p.database)
-    .map(({ pid, comm }) => ({ pid, comm }));
+  return processesUnder(root).service;
 }
 
-/** The embedded PostgreSQL under `root`: its postmaster and everything under it (the backends). */
-export function databaseProcesses(root: number): ServiceProcess[] {
-  return tree(root)
-    .filter((p) => p.database)
-    .map(({ pid, comm }) => ({ pid, comm }));
+/** `root` and its descendants in one walk of /proc: the service's, and the embedded PostgreSQL's (its postmaster and backends). */
+export function processesUnder(root: number): { service: ServiceProcess[]; database: ServiceProcess[] } {
+  const out = { service: [] as ServiceProcess[], database: [] as ServiceProcess[] };
+  for (const { pid, comm, database } of tree(root)) (database ? out.database : out.service).push({ pid, comm });
+  return out;
 }
 
 /** `root` and its descendants, each marked as part of the database when it or an ancestor below `root` is a `postgres`. */

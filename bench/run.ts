@@ -17,10 +17,10 @@ import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, inse
 import { BenchError, freePort, load, probe, startCommand, startServer, table, waitReady, type Req, type Result, type Row, type Server, type ValueRow } from './lib.ts';
 import { pairedLatency, type Latencies } from './overhead.ts';
 import { RssSampler, type ServerPeak } from './rss.ts';
-import { cpuSeconds, perRequest, type CpuPerRequest } from './cpu.ts';
+import { cpuSeconds, perRequest, statSeconds, type CpuPerRequest } from './cpu.ts';
 import { runStats, scrapeRunBuckets } from './sandbox-runs.ts';
 import { cpuTimes, percent, STEAL_WARNING, stealShare } from './steal.ts';
-import { cpuSecondsOf, waitWorkersServing } from './workers.ts';
+import { waitWorkersServing } from './workers.ts';
 import { Client } from 'undici';
 
 /** What prepare/requests get: the running Coffer, its management key, and a way to set data up through the API. */
@@ -634,9 +634,9 @@ async function main(): Promise<number> {
       const workers = await waitWorkersServing(coffer, SCALING.workers, 120_000);
       const cpuBefore = new Map<number, number>();
       const result = await measure(SCALING.name, scenario, scenario.connections, () => {
-        for (const pid of workers) cpuBefore.set(pid, cpuSecondsOf(pid) ?? NaN);
+        for (const pid of workers) cpuBefore.set(pid, statSeconds(String(pid)) ?? NaN);
       });
-      const cpu = workers.map((pid) => (cpuSecondsOf(pid) ?? NaN) - cpuBefore.get(pid)!);
+      const cpu = workers.map((pid) => (statSeconds(String(pid)) ?? NaN) - cpuBefore.get(pid)!);
       const totalCpu = cpu.reduce((a, b) => a + b, 0);
       const shares = cpu.map((c) => Math.round((c / totalCpu) * 1000) / 1000);
       // A worker that joined late (or died) leaves every connection to the other: that is not a 2-worker figure.

@@ -9,13 +9,7 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { BenchError, type Server } from './lib.ts';
-import { statSeconds } from './cpu.ts';
 import { serviceProcesses } from './rss.ts';
-
-/** User plus system CPU time of one process (all its threads), in seconds; undefined once it is gone. */
-export function cpuSecondsOf(pid: number): number | undefined {
-  return statSeconds(String(pid));
-}
 
 /**
  * Resolves with the pids of the primary's `count` workers (its children other than
