@@ -212,7 +212,6 @@ async function spawnServer(postgres: string, pgdata: string, ids: Ids | undefine
     // Detached: Ctrl-C in the terminal reaches Coffer, which then stops the server in order.
     { detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}) },
   );
-  child.unref();
   let stderr = '';
   const ready = new Promise<void>((resolve, reject) => {
     child.stderr.on('data', (chunk: Buffer) => {
@@ -222,7 +221,10 @@ async function spawnServer(postgres: string, pgdata: string, ids: Ids | undefine
     child.on('exit', (code) => reject(new Error(`embedded PostgreSQL exited (code ${code}): ${stderr.trim().slice(-500)}`)));
     child.on('error', reject);
   });
+  // Referenced until then: a server that exits at once (a bad setting, a damaged cluster) must
+  // reach the exit handler above, not leave an event loop with nothing in it and no message.
   await ready;
+  child.unref();
   // Stop reading its log once running; it keeps writing to a pipe nobody drains otherwise.
   child.stderr.removeAllListeners('data');
   child.stderr.resume();

@@ -149,6 +149,17 @@ describe('the embedded PostgreSQL and the coffer command', () => {
     }
   });
 
+  it('a server that will not start fails with its own message, not a silent exit', async () => {
+    const dataDir = tempDir();
+    assert.equal((await runCli(['migrate'], { DATA_DIR: dataDir })).code, 0);
+    fs.appendFileSync(path.join(dataDir, 'postgres', 'postgresql.conf'), "\nshared_buffers = 'plenty'\n");
+    const res = await runCli(['migrate'], { DATA_DIR: dataDir });
+    assert.equal(res.code, 1);
+    assert.match(res.stderr, /embedded PostgreSQL exited \(code 1\)/);
+    assert.match(res.stderr, /invalid value for parameter "shared_buffers"/);
+    assert.equal(postmasterPid(dataDir), undefined);
+  });
+
   it('migrate applies migrations once and then reports the database up to date', async () => {
     const dataDir = tempDir();
     const first = await runCli(['migrate'], { DATA_DIR: dataDir });
