@@ -204,11 +204,22 @@ async function findRunning(pgdata: string, password: string): Promise<Running | 
   return undefined;
 }
 
+/** What the embedded server runs with beyond PostgreSQL's defaults (docs/operations.md). */
+const SERVER_SETTINGS = [
+  'listen_addresses=127.0.0.1',
+  'unix_socket_directories=',
+  'max_connections=300',
+  // A new 16 MB WAL segment is not zero-filled first. Under a steady stream of writes the
+  // commit that needed a new segment waited for that fill, and every request in its batch
+  // with it: a tail of ~50 ms at p99 (docs/decisions.md, "Performance").
+  'wal_init_zero=off',
+];
+
 async function spawnServer(postgres: string, pgdata: string, ids: Ids | undefined, password: string): Promise<Running> {
   const port = await freePort();
   const child = spawn(
     postgres,
-    ['-D', pgdata, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'],
+    ['-D', pgdata, '-p', String(port), ...SERVER_SETTINGS.flatMap((setting) => ['-c', setting])],
     // Detached: Ctrl-C in the terminal reaches Coffer, which then stops the server in order.
     { detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}) },
   );
