@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import pg from 'pg';
 import { call } from '../helpers/http.ts';
 import { rememberSecret } from '../helpers/server.ts';
 import { killServed, runCli, serve } from '../helpers/cli.ts';
@@ -28,6 +29,19 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/** A setting of the running embedded server, read over its own generated login. */
+async function serverSetting(dataDir: string, name: string): Promise<string> {
+  const { password } = JSON.parse(fs.readFileSync(path.join(dataDir, 'postgres.json'), 'utf8'));
+  const port = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[3]);
+  const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' });
+  await client.connect();
+  try {
+    return (await client.query<{ setting: string }>('SELECT current_setting($1) AS setting', [name])).rows[0].setting;
+  } finally {
+    await client.end();
   }
 }
 
@@ -88,6 +102,7 @@ describe('the embedded PostgreSQL and the coffer command', () => {
       const self = await call(first.url, 'GET', '/tenants/self', { key: other.api_key });
       assert.equal(self.body.id, other.tenant_id, 'the running server sees the tenant init created');
       assert.equal((await call(first.url, 'GET', '/health/ready')).status, 200, 'init left the shared server running');
+      assert.equal(await serverSetting(dataDir, 'wal_init_zero'), 'off', 'the embedded server runs with its documented settings');
     } finally {
       assert.equal(await first.stop(), 0);
     }
