@@ -61,7 +61,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
   const tenants = createTenantService({ db, logs, applications });
   const tokens = createTokenService({ db, groupCommit, vault, logs, events, log });
-  const detokenize = createDetokenizeService({ tokens, limit: config.detokenizeLimit });
+  const detokenize = createDetokenizeService({ tokens, vault, limit: config.detokenizeLimit });
   const authenticator = new Authenticator(
     (hash, kind) => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash)),
     config.authCacheSeconds,

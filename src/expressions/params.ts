@@ -4,7 +4,7 @@ import { ArgError } from './errors.ts';
 export type Scope = {
   variables?: Record<string, unknown>;
   tokens?: Map<string, { data: unknown; token: unknown }>;
-  hmacKey?: (name: string) => KeyObject;
+  hmacKey?: (name: string) => KeyObject | undefined;
 };
 
 export type ParamType = 'string' | 'integer' | 'boolean' | 'char';

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { uuidv4 } from '../db/ids.ts';
 import type { Logger } from '../logger.ts';
@@ -41,6 +41,19 @@ export class Vault {
   async hmac(tenantId: string, domain: string, value: string): Promise<string> {
     const keys = await this.keys(tenantId);
     return createHmac('sha256', keys.indexKey).update(`${domain}\u0000${value}`).digest('base64url');
+  }
+
+  /**
+   * The keys of the expression filter `hmac: name`: each name (1–100 characters) is its own
+   * tenant key, derived with HKDF-SHA256 from the index key. Derived, they never reproduce a
+   * fingerprint or search hash; per tenant, equal names give equal HMACs of equal values.
+   */
+  async expressionKeys(tenantId: string): Promise<(name: string) => KeyObject | undefined> {
+    const { indexKey } = await this.keys(tenantId);
+    return (name) => {
+      if (name.length === 0 || name.length > 100) return undefined;
+      return createSecretKey(Buffer.from(hkdfSync('sha256', indexKey, Buffer.alloc(0), `expression-hmac\u0000${name}`, 32)));
+    };
   }
 
   /** Re-wraps every tenant key under the keyring's current KEK; safe while the service runs. */

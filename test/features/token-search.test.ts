@@ -210,6 +210,32 @@ describe('token listing and search', () => {
       assert.ok((await list('/v2/tokens?start=garbage')).body.errors['query.start']);
     });
 
+    it('a cursor whose position was altered is a 400 on the cursor, never a database error', async () => {
+      const cursor = (position: Record<string, unknown>) => Buffer.from(JSON.stringify(position)).toString('base64url');
+      const page = await list('/v2/tokens?size=2');
+      const genuine = JSON.parse(Buffer.from(page.body.pagination.next, 'base64url').toString('utf8'));
+      // Each parses as a date for Date.parse, or holds an id no token can have; none is what a page returns.
+      const positions = [
+        { ...genuine, created_at: '2020' },
+        { ...genuine, created_at: '1' },
+        { ...genuine, created_at: '+275760-09-13T00:00:00.000Z' },
+        { ...genuine, created_at: '2026-02-30T00:00:00.000Z' },
+        { ...genuine, created_at: '0000-01-01T00:00:00.000Z' },
+        { ...genuine, id: 'a\u0000b' },
+        { ...genuine, id: 'x'.repeat(201) },
+      ];
+      for (const position of positions) {
+        const res = await list(`/v2/tokens?size=2&start=${cursor(position)}`);
+        assert.equal(res.status, 400, `${JSON.stringify(position)}: ${res.text}`);
+        assert.ok(res.body.errors['query.start'], res.text);
+        const searched = await search({ query: 'type:card', start: cursor(position) });
+        assert.equal(searched.status, 400, `${JSON.stringify(position)}: ${searched.text}`);
+        assert.ok(searched.body.errors['body.start'], searched.text);
+      }
+      const resumed = await list(`/v2/tokens?size=2&start=${cursor(genuine)}`);
+      assert.equal(resumed.status, 200, resumed.text);
+    });
+
     it('lists only readable containers and only the tenant\'s tokens', async () => {
       const bank = (await createApplication(server, {
         name: 'bank reader',

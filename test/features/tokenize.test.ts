@@ -43,6 +43,8 @@ describe('POST /tokenize', () => {
       identity: [{ type: 'social_security_number', data: SSN }, 'plain text', 7],
       bank: { primary: { type: 'us_bank_account_number', data: ACCOUNT, containers: ['/bank/customers/'] } },
       lookalike: { type: 'not-a-type', data: 'left alone' },
+      // Names of what every object inherits are no token types either.
+      inherited: [{ type: 'toString', data: 'x' }, { type: 'constructor', data: 'y' }, { type: '__proto__', data: 'z' }],
       no_data: { type: 'card' },
       empty: {},
       list: [],
@@ -54,6 +56,7 @@ describe('POST /tokenize', () => {
     assert.deepEqual(out.customer, doc.customer);
     assert.deepEqual(out.identity.slice(1), ['plain text', 7]);
     assert.deepEqual(out.lookalike, doc.lookalike);
+    assert.deepEqual(out.inherited, doc.inherited);
     assert.deepEqual(out.no_data, doc.no_data);
     assert.deepEqual(out.empty, {});
     assert.deepEqual(out.list, []);

@@ -126,6 +126,10 @@ describe('token lifecycle', () => {
         [{ metadata: { n: 5 } }, 'body.metadata.n'],
         [{ mask: '{{ data.number | nope }}' }, 'body.mask'],
         [{ expires_at: new Date(Date.now() - 1000).toISOString() }, 'body.expires_at'],
+        [{ expires_at: '9999-12-31T23:59:59-23:59' }, 'body.expires_at'],
+        // 50 new keys next to the one there: 51 after the merge.
+        [{ metadata: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, 'v'])) }, 'body.metadata'],
+        [{ mask: 'x'.repeat(2001) }, 'body.mask'],
         [{ type: 'token' }, 'body.type'],
         [{ id: 'renamed' }, 'body.id'],
       ] as const) {

@@ -415,6 +415,46 @@ describe('POST /tokens', () => {
       assertInvalid(res, 'body.mask');
       assert.ok(!res.text.includes(VISA));
     });
+
+    it('a mask is bounded in each expression, in all, in nesting and in what it renders', async () => {
+      const base = { type: 'token', data: 'secret' };
+      const pad = (n: number) => `{{ data | pad_left: ${n} }}`;
+      let nested: unknown = 'x';
+      for (let i = 0; i < 40; i++) nested = [nested];
+      const cases: [string, unknown][] = [
+        ['one expression over 2,000 characters', 'x'.repeat(2001)],
+        ['expressions over 20,000 characters in all', Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`k${i}`, 'x'.repeat(2000)]))],
+        ['nested 40 levels deep', nested],
+        ['two tags of 100,000 characters in one expression', pad(100_000) + pad(100_000)],
+        ['rendered parts adding up past 100,000 characters', Array.from({ length: 3 }, () => pad(40_000))],
+      ];
+      for (const [name, mask] of cases) {
+        const res = await create({ ...base, mask });
+        assert.equal(res.status, 400, `${name}: ${res.text.slice(0, 300)}`);
+        assert.ok(res.body.errors['body.mask'], `${name}: ${res.text.slice(0, 300)}`);
+      }
+      const largest = await created({ ...base, mask: [pad(50_000), pad(49_000)] });
+      assert.equal((largest.data as string[])[0].length, 50_000);
+    });
+
+    it('hmac: each key name is a tenant key; equal values give equal HMACs, other names and tenants differ', async () => {
+      const mask = (name: string, alg = '') => ({ type: 'card_number', data: VISA, mask: `{{ data | hmac: '${name}'${alg} }}` });
+      const a = await created(mask('customer-join'));
+      const b = await created(mask('customer-join'));
+      assert.match(a.data, /^[0-9a-f]{64}$/);
+      assert.equal(b.data, a.data);
+      assert.notEqual((await created({ ...mask('customer-join'), data: VISA_2 })).data, a.data);
+      assert.notEqual((await created(mask('another-name'))).data, a.data);
+      assert.match((await created(mask('customer-join', ", 'sha512'"))).data, /^[0-9a-f]{128}$/);
+      const other = await createOtherTenant(server);
+      const otherKey = (await createApplication(server, { name: 'hmac', type: 'private', permissions: ['token:create'] }, other.api_key)).key;
+      assert.notEqual((await created(mask('customer-join'), otherKey)).data, a.data);
+      // Detokenization reaches the same key under the same name.
+      const detokenized = await call(server, 'POST', '/detokenize', { key: reveal, body: { v: `{{ ${a.id} | hmac: 'customer-join' }}` } });
+      assert.equal(detokenized.status, 200, detokenized.text);
+      assert.equal(detokenized.body.v, a.data);
+      for (const name of ['', 'n'.repeat(101)]) assertInvalid(await create(mask(name)), 'body.mask');
+    });
   });
 
   describe('deduplicate_token', () => {
@@ -472,6 +512,9 @@ describe('POST /tokens', () => {
     it('must be a future ISO 8601 time', async () => {
       assertInvalid(await create({ type: 'token', data: 'x', expires_at: new Date(Date.now() - 1000).toISOString() }), 'body.expires_at');
       assertInvalid(await create({ type: 'token', data: 'x', expires_at: 'tomorrow' }), 'body.expires_at');
+      // The offset carries it into year 10000.
+      assertInvalid(await create({ type: 'token', data: 'x', expires_at: '9999-12-31T23:59:59-23:59' }), 'body.expires_at');
+      assert.equal(Date.parse((await created({ type: 'token', data: 'x', expires_at: '9999-12-31T23:59:59Z' })).expires_at), Date.parse('9999-12-31T23:59:59Z'));
       const later = new Date(Date.now() + 3_600_000).toISOString();
       const t = await created({ type: 'token', data: 'x', expires_at: later });
       assert.equal(Date.parse(t.expires_at), Date.parse(later));

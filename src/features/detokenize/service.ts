@@ -2,6 +2,7 @@ import type { Principal } from '../../access/principal.ts';
 import type { Item } from '../../db/group-commit.ts';
 import { ExpressionError, isTemplate, parseTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
+import type { Vault } from '../../vault/tenant-keys.ts';
 import type { TokenService, TokenView } from '../tokens/service.ts';
 
 export type DetokenizeService = ReturnType<typeof createDetokenizeService>;
@@ -16,8 +17,8 @@ const MAX_DEPTH = 128;
  * replaced; a string that is exactly one expression takes the result's JSON type.
  * `permission` is token:read here; reactors and proxies use the same walk with token:use.
  */
-export function createDetokenizeService(deps: { tokens: TokenService; limit: number }) {
-  const { tokens, limit } = deps;
+export function createDetokenizeService(deps: { tokens: TokenService; vault: Pick<Vault, 'expressionKeys'>; limit: number }) {
+  const { tokens, vault, limit } = deps;
 
   function collect(node: unknown, at: string, found: Found[], depth: number): void {
     if (typeof node === 'string') {
@@ -64,7 +65,10 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
           throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (its transform redacts it).`);
         }
       }
-      const scopeTokens = new Map([...views].map(([id, v]) => [id, { data: v.data, token: toDetokenizedToken(v) }]));
+      const scope = {
+        tokens: new Map([...views].map(([id, v]) => [id, { data: v.data, token: toDetokenizedToken(v) }])),
+        hmacKey: await vault.expressionKeys(principal.tenantId),
+      };
       // Templates are matched to strings by walk order (the same as collect's), not by path:
       // keys such as "a.b" next to a → b print as the same path.
       let next = 0;
@@ -73,7 +77,7 @@ export function createDetokenizeService(deps: { tokens: TokenService; limit: num
           if (!isTemplate(node)) return node;
           const { at: path, template } = found[next++];
           try {
-            return render(template, { tokens: scopeTokens });
+            return render(template, scope);
           } catch (err) {
             if (err instanceof ExpressionError) throw ApiError.field(path, `detokenization failed: ${err.message}`);
             throw err;

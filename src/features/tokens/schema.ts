@@ -9,7 +9,9 @@ import { TOKEN_TYPE_NAMES } from '../../vault/token-types.ts';
  */
 export const TokenId = Type.String({ pattern: '^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,200}$', description: 'Token id (UUID, or caller-chosen)' });
 const Container = Type.String({ minLength: 1, maxLength: 500 });
-const Metadata = Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: 50 });
+/** The most metadata keys a token holds (also checked after a merge patch adds keys). */
+export const MAX_METADATA_KEYS = 50;
+const Metadata = Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: MAX_METADATA_KEYS });
 const Expression = Type.String({ maxLength: 2000 });
 
 const tokenFields = {

@@ -7,7 +7,7 @@ import type { Logger } from '../../logger.ts';
 import { accessTo, reachOf } from '../../access/evaluate.ts';
 import type { Principal } from '../../access/principal.ts';
 import { isContainer, type Transform } from '../../access/rules.ts';
-import { evaluate, ExpressionError } from '../../expressions/index.ts';
+import { evaluate, ExpressionError, type Scope } from '../../expressions/index.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
@@ -18,7 +18,7 @@ import type { Vault } from '../../vault/tenant-keys.ts';
 import { TOKEN_TYPES, type BankView, type CardView } from '../../vault/token-types.ts';
 import type { EventService } from '../events/service.ts';
 import type { Actor, LogService } from '../logs/service.ts';
-import { CreateTokenBody, TokenId, UpdateTokenBody } from './schema.ts';
+import { CreateTokenBody, MAX_METADATA_KEYS, TokenId, UpdateTokenBody } from './schema.ts';
 import type { SdkHost } from '../../sandbox/index.ts';
 import {
   deleteExpiredToken,
@@ -91,14 +91,20 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     const containers = input.containers ?? previous?.containers ?? [type.container];
     const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) errors.add(`${at}.expires_at`, 'must be in the future');
+    // An offset can carry 9999-12-31 into year 10000, which the database cannot be sent.
+    else if (expiresAt && expiresAt.getUTCFullYear() > 9999) errors.add(`${at}.expires_at`, 'must be no later than 9999-12-31T23:59:59.999Z');
+    const metadata = input.metadata ?? previous?.metadata ?? {};
+    // The schema bounds a created token's metadata; a merge patch can add keys to what is there.
+    if (Object.keys(metadata).length > MAX_METADATA_KEYS) errors.add(`${at}.metadata`, `must have at most ${MAX_METADATA_KEYS} keys`);
+    if (input.mask !== undefined) checkMask(input.mask, `${at}.mask`, errors);
     errors.throwIfAny();
 
     const maskSpec = input.mask === undefined ? (previous ? parseMask(previous.mask) : type.mask) : input.mask;
     const fingerprintExpression = input.fingerprint_expression === undefined ? (previous ? previous.fingerprint_expression : type.fingerprint) : input.fingerprint_expression;
     const searchIndexes = input.search_indexes ?? previous?.search_indexes ?? [];
-    const scope = { variables: { data } };
+    const scope = { variables: { data }, hmacKey: await vault.expressionKeys(principal.tenantId) };
 
-    const mask = maskSpec === null ? undefined : renderMask(maskSpec, scope, `${at}.mask`);
+    const mask = maskSpec === null ? undefined : renderMask(maskSpec, scope, `${at}.mask`, { left: MASK_LIMITS.rendered, root: `${at}.mask` });
     const canonical = fingerprintExpression === null ? null : text(expression(fingerprintExpression, scope, `${at}.fingerprint_expression`));
     const fingerprint = canonical ? await vault.hmac(principal.tenantId, `fingerprint:${input.type}`, canonical) : null;
     const hashes: string[] = [];
@@ -117,7 +123,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         ciphertext,
         data_key_id: dataKeyId,
         containers,
-        metadata: input.metadata ?? previous?.metadata ?? {},
+        metadata,
         mask: maskSpec === null ? null : JSON.stringify(maskSpec),
         fingerprint,
         fingerprint_expression: fingerprintExpression,
@@ -241,7 +247,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     } catch {
       throw badCursor();
     }
-    if (after && Number.isNaN(Date.parse(after.created_at))) throw badCursor();
+    if (after && !isCursorPosition(after)) throw badCursor();
     const rows = await listTokensAfter(db, principal.tenantId, f, after as { created_at: string; id: string } | undefined, size + 1, extra);
     const result = cursorPage(rows, size, (last) => ({ created_at: last.created_at.toISOString(), id: last.id }));
     return { pagination: result.pagination, data: await readable(principal, result.data, permission) };
@@ -415,10 +421,22 @@ function redefinesExpressions(patch: TokenPatch, row: TokenRow): boolean {
 function isTokenRequest(node: unknown): boolean {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return false;
   const o = node as Record<string, unknown>;
-  return typeof o.type === 'string' && o.type in TOKEN_TYPES && 'data' in o;
+  // Own keys only: `{"type": "toString"}` names no token type, it is data to pass through.
+  return typeof o.type === 'string' && Object.hasOwn(TOKEN_TYPES, o.type) && Object.hasOwn(o, 'data');
 }
 
-function expression(source: string, scope: { variables: Record<string, unknown> }, field: string): unknown {
+/**
+ * A cursor holds what cursorPage wrote: created_at exactly as toISOString prints it and an id
+ * of the form TokenId allows. Anything else is a forged cursor, refused before it reaches SQL.
+ */
+function isCursorPosition(after: Record<string, string>): boolean {
+  const at = after.created_at;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(at)) return false;
+  const time = Date.parse(at);
+  return time >= 0 && new Date(time).toISOString() === at && /^[A-Za-z0-9_.-]{1,200}$/.test(after.id);
+}
+
+function expression(source: string, scope: Scope, field: string): unknown {
   try {
     return evaluate(source, 'template', scope);
   } catch (err) {
@@ -427,11 +445,44 @@ function expression(source: string, scope: { variables: Record<string, unknown> 
   }
 }
 
-function renderMask(spec: unknown, scope: { variables: Record<string, unknown> }, field: string): unknown {
-  if (typeof spec === 'string') return expression(spec, scope, field);
-  if (Array.isArray(spec)) return spec.map((s, i) => renderMask(s, scope, `${field}[${i}]`));
+/**
+ * A mask is a display value: bounded in nesting, in each expression, in its expressions in all
+ * and in what it renders to (a few `pad_left: 100000` tags would otherwise build megabytes).
+ */
+const MASK_LIMITS = { depth: 32, expression: 2000, source: 20_000, rendered: 100_000 };
+
+/** Adds the first way the mask exceeds MASK_LIMITS to `errors`. */
+function checkMask(spec: unknown, field: string, errors: FieldErrorList): void {
+  let size = 0;
+  const walk = (node: unknown, at: string, depth: number): string | undefined => {
+    if (depth > MASK_LIMITS.depth) return `is nested too deeply: at most ${MASK_LIMITS.depth} levels of arrays and objects`;
+    if (typeof node === 'string') {
+      if (node.length > MASK_LIMITS.expression) return `${at} must be at most ${MASK_LIMITS.expression} characters`;
+      size += node.length;
+    } else if (node !== null && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) {
+        size += k.length;
+        const problem = walk(v, Array.isArray(node) ? `${at}[${k}]` : `${at}.${k}`, depth + 1);
+        if (problem) return problem;
+      }
+    }
+    return size > MASK_LIMITS.source ? `must be at most ${MASK_LIMITS.source} characters of expressions and keys in all` : undefined;
+  };
+  const problem = walk(spec, field, 0);
+  if (problem) errors.add(field, problem);
+}
+
+/** `budget.root` is the whole mask's field, where exceeding the rendered limit is reported. */
+function renderMask(spec: unknown, scope: Scope, field: string, budget: { left: number; root: string }): unknown {
+  if (typeof spec === 'string') {
+    const value = expression(spec, scope, field);
+    budget.left -= typeof value === 'string' ? value.length : text(value).length;
+    if (budget.left < 0) throw ApiError.field(budget.root, `renders to more than ${MASK_LIMITS.rendered} characters in all`);
+    return value;
+  }
+  if (Array.isArray(spec)) return spec.map((s, i) => renderMask(s, scope, `${field}[${i}]`, budget));
   if (spec !== null && typeof spec === 'object') {
-    return Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, renderMask(v, scope, `${field}.${k}`)]));
+    return Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, renderMask(v, scope, `${field}.${k}`, budget)]));
   }
   return spec;
 }
