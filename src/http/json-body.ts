@@ -29,17 +29,23 @@ export function parseJsonBody(text: string): unknown {
   return value;
 }
 
-/** Iterative, so that checking a deep value cannot overflow the stack itself. Also for bodies parsed elsewhere (proxies). */
+/** Also for bodies parsed elsewhere (proxies). */
 export function assertDepth(value: unknown): void {
-  if (value === null || typeof value !== 'object') return;
+  if (nestsDeeperThan(value, MAX_BODY_DEPTH)) throw ApiError.field('body', `is nested too deeply: at most ${MAX_BODY_DEPTH} levels of arrays and objects`);
+}
+
+/** Iterative, so that checking a deep value cannot overflow the stack itself. */
+export function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
   const stack: [object, number][] = [[value, 0]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop()!;
-    if (depth === MAX_BODY_DEPTH) throw ApiError.field('body', `is nested too deeply: at most ${MAX_BODY_DEPTH} levels of arrays and objects`);
+    if (depth === levels) return true;
     for (const child of Array.isArray(node) ? node : Object.values(node)) {
       if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
     }
   }
+  return false;
 }
 
 /**

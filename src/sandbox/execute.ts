@@ -26,7 +26,7 @@
 import ivm from 'isolated-vm';
 import { randomBytesPooled } from '../random.ts';
 import { failure, memoryFailure, runtimeFailure, stuckFailure, timeoutFailure } from './failures.ts';
-import { byteLength, parseUntrusted, performCall, type CallContext } from './host-calls.ts';
+import { byteLength, parseUntrusted, performCall, TooDeepError, type CallContext } from './host-calls.ts';
 import type { WarmIsolate } from './pool.ts';
 import type { FetchBridge, SandboxFailure, SandboxLimits, SdkHost } from './types.ts';
 
@@ -249,6 +249,7 @@ class Run {
       try {
         data = parseUntrusted(meta.data);
       } catch {
+        // unreadable or too deep for the host's error handler: the error goes without it
         data = undefined;
       }
     }
@@ -360,8 +361,11 @@ class Run {
     if (settled.ok) {
       try {
         result = { ok: true, value: settled.valueJson === undefined ? undefined : parseUntrusted(settled.valueJson) };
-      } catch {
-        result = { ok: false, error: failure(422, 'user_error', 'The returned value is not valid JSON.') };
+      } catch (err) {
+        result = {
+          ok: false,
+          error: err instanceof TooDeepError ? failure(422, 'too_large', `The returned value ${err.message}.`) : failure(422, 'user_error', 'The returned value is not valid JSON.'),
+        };
       }
     } else {
       result = settled;

@@ -6,6 +6,7 @@
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import secureJson from 'secure-json-parse';
+import { MAX_BODY_DEPTH, nestsDeeperThan } from '../http/json-body.ts';
 import type { FetchBridge, SdkHost } from './types.ts';
 
 export type CallContext = { sdk?: SdkHost; fetch?: FetchBridge; maxIoBytes: number };
@@ -13,9 +14,22 @@ export type CallContext = { sdk?: SdkHost; fetch?: FetchBridge; maxIoBytes: numb
 /** ok → `json` is the value (undefined for undefined); not ok → `json` is {status?, message, data?}. */
 export type CallOutcome = { ok: boolean; json: string | undefined };
 
-/** JSON from user code: `__proto__` keys (and `constructor.prototype`) are dropped, never applied. */
+/** Thrown by parseUntrusted for a value nested deeper than request bodies may be. */
+export class TooDeepError extends Error {
+  constructor() {
+    super(`nests deeper than ${MAX_BODY_DEPTH} levels of arrays and objects`);
+  }
+}
+
+/**
+ * JSON from user code: `__proto__` keys (and `constructor.prototype`) are dropped, never applied,
+ * and the depth is bounded as a request body's is. An isolate serialises depths the host's
+ * recursive readers (tokenize, encryption, the error handler) would overflow their stack on.
+ */
 export function parseUntrusted(json: string): unknown {
-  return secureJson.parse(json, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+  const value: unknown = secureJson.parse(json, undefined, { protoAction: 'remove', constructorAction: 'remove' });
+  if (nestsDeeperThan(value, MAX_BODY_DEPTH)) throw new TooDeepError();
+  return value;
 }
 
 export function byteLength(s: string): number {
@@ -68,8 +82,9 @@ export async function performCall(kind: string, payload: string, ctx: CallContex
     const parsed = parseUntrusted(payload);
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
     body = parsed as Record<string, unknown>;
-  } catch {
-    return { ok: false, json: JSON.stringify({ status: 400, message: `The ${kind} request is not valid.` }) };
+  } catch (err) {
+    const why = err instanceof TooDeepError ? `: it ${err.message}` : '';
+    return { ok: false, json: JSON.stringify({ status: 400, message: `The ${kind} request is not valid${why}.` }) };
   }
   try {
     switch (kind) {

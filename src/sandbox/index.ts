@@ -27,6 +27,21 @@ export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({
 
 export const DEFAULT_MAX_WARM_ISOLATES = 50;
 
+/**
+ * A configuration (`req.configuration`) is the owner's, fixed when the reactor or proxy is
+ * written, and bounded there, in UTF-8 bytes of JSON: the run's input limit (`maxIoBytes`)
+ * then applies to what callers send, so no configuration can make every run too large.
+ */
+export const MAX_CONFIGURATION_BYTES = 256 * 1024;
+
+/** The message for a configuration over MAX_CONFIGURATION_BYTES, or undefined. */
+export function configurationTooLarge(configuration: Record<string, string> | null | undefined): string | undefined {
+  if (!configuration) return undefined;
+  return Buffer.byteLength(JSON.stringify(configuration), 'utf8') > MAX_CONFIGURATION_BYTES
+    ? `must be at most ${MAX_CONFIGURATION_BYTES} bytes as JSON (UTF-8)`
+    : undefined;
+}
+
 /** Positive finite numbers win; anything else falls back to `base`. Memory is at least 8 MB (V8's floor). */
 function mergeLimits(base: SandboxLimits, over: Partial<SandboxLimits> | undefined): SandboxLimits {
   const out = { ...base };
@@ -150,7 +165,10 @@ export class Sandbox {
       return fail(runtimeFailure('The request for the code is not plain JSON data.'));
     }
     if (reqJson === undefined) reqJson = '{}';
-    if (byteLength(reqJson) > limits.maxIoBytes) {
+    // The configuration does not count: it is bounded where it is written (MAX_CONFIGURATION_BYTES).
+    const configuration = r.req?.configuration;
+    const configurationBytes = configuration === undefined ? 0 : byteLength(JSON.stringify(configuration));
+    if (byteLength(reqJson) - configurationBytes > limits.maxIoBytes) {
       return fail(failure(413, 'too_large', `The arguments are larger than ${limits.maxIoBytes} bytes as JSON.`));
     }
 

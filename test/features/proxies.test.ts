@@ -107,6 +107,8 @@ describe('proxies API', () => {
       assertInvalid(await create({ ...PROXY, destination_url: 'http://127.0.0.1:8080/' }), 'body.destination_url');
       assertInvalid(await create({ ...PROXY, require_auth: 'yes' }), 'body.require_auth');
       assertInvalid(await create({ ...PROXY, configuration: { A: 1 } }), 'body.configuration.A');
+      const big = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`K${i}`, 'v'.repeat(10_000)]));
+      assertInvalid(await create({ ...PROXY, configuration: big }), 'body.configuration');
       assertInvalid(await create({ ...PROXY, unknown: 1 }), 'body.unknown');
     });
 

@@ -251,12 +251,29 @@ describe('asynchronous reactor runs', () => {
       assertProblem(await result(theirs.body.id, requestId), 404);
     });
 
-    it('the ids of a sync run are not results', async () => {
-      const id = await reactor(`module.exports = async () => ({ raw: 1 });`);
-      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: {} });
+    it('a sync run\'s request id, from its events, retrieves what the run answered', async () => {
+      const id = await reactor(`module.exports = async (req) => ({ raw: { secret: req.args.s } });`);
+      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { args: { s: `{{ ${secret} }}` } } });
       assert.equal(res.status, 200, res.text);
-      const [invoked] = await eventsOf(id);
-      assertProblem(await result(id, invoked.payload.request_id), 404);
+      const events = await eventsOf(id);
+      assert.deepEqual(events.map((e) => e.type), ['reactor.invoked', 'reactor.completed']);
+      const requestId = events[0].payload.request_id;
+      assert.equal(events[1].payload.request_id, requestId);
+      const got = await result(id, requestId);
+      assert.equal(got.status, 200, got.text);
+      assert.deepEqual(got.body, res.body);
+      const row = (await sql.query(`SELECT status, ciphertext FROM reactor_results WHERE id = $1`, [requestId])).rows[0];
+      assert.equal(row.status, 'completed');
+      assert.ok(!row.ciphertext.includes(Buffer.from(SECRET)), 'kept sealed');
+      assertProblem(await result(id, requestId, other.api_key), 404);
+    });
+
+    it('a failed sync run\'s request id retrieves its problem', async () => {
+      const id = await reactor(`module.exports = async () => { throw new Error('sync boom'); };`);
+      assertProblem(await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: {} }), 422, /sync boom/);
+      const events = await eventsOf(id);
+      assert.deepEqual(events.map((e) => e.type), ['reactor.invoked', 'reactor.failed']);
+      assertProblem(await result(id, events[1].payload.request_id), 422, /sync boom/);
     });
 
     it('react-async requires token:use', async () => {

@@ -141,6 +141,17 @@ describe('reactors API', () => {
       assertInvalid(res, 'body.code', /SyntaxError.*line 2/);
     });
 
+    it('bounds the configuration at 256 KiB of JSON in all, each key and value within its own limits', async () => {
+      const config = (keys: number) => Object.fromEntries(Array.from({ length: keys }, (_, i) => [`K${i}`, 'v'.repeat(10_000)]));
+      assertInvalid(await create({ ...REACTOR, configuration: config(30) }), 'body.configuration');
+      const fits = await created({ ...REACTOR, configuration: config(25) });
+      assert.equal(Object.keys(fits.configuration).length, 25);
+      // A patch cannot grow it past the bound either, and leaves it as it was.
+      const res = await patch(fits.id, { configuration: config(30) });
+      assertInvalid(res, 'body.configuration');
+      assert.equal(Object.keys((await call(server, 'GET', `/reactors/${fits.id}`, { key: server.key })).body.configuration).length, 25);
+    });
+
     it('rejects a configuration that is not a map of strings', async () => {
       assertInvalid(await create({ ...REACTOR, configuration: { A: 1 } }), 'body.configuration.A');
       assertInvalid(await create({ ...REACTOR, configuration: { A: { nested: 'x' } } }), 'body.configuration.A');
@@ -386,6 +397,14 @@ describe('reactors API', () => {
       assert.equal(res.status, 204, res.text);
       const got = (await call(server, 'GET', `/reactors/${r.id}`, { key: server.key })).body;
       assert.deepEqual(got.configuration, { GREETING: 'hello', KEEP: 'k', NEW: 'n' });
+    });
+
+    it('concurrent patches each apply to the one before: none is lost', async () => {
+      const r = await created({ ...REACTOR, configuration: {} });
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => patch(r.id, { configuration: { [`K${i}`]: String(i) } })));
+      for (const res of results) assert.equal(res.status, 204, res.text);
+      const got = (await call(server, 'GET', `/reactors/${r.id}`, { key: server.key })).body;
+      assert.deepEqual(got.configuration, Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`K${i}`, String(i)])));
     });
 
     it('sets and removes the application', async () => {

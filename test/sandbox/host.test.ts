@@ -172,6 +172,18 @@ describe('bt: the SDK object over host methods', () => {
     assert.match(value(r) as string, /larger than 1000 bytes/);
   });
 
+  it('arguments nested deeper than 128 levels are a 400 to the code, and the host never sees them', async () => {
+    const { sdk, calls } = recordingSdk();
+    const r = await run(
+      `module.exports = async ({ bt }) => { let v = 'x'; for (let i = 0; i < 200; i++) v = [v]; try { await bt.tokenize({ v }); } catch (e) { return [e.status, e.message]; } };`,
+      { sdk },
+    );
+    const [status, message] = value(r) as [number, string];
+    assert.equal(status, 400);
+    assert.match(message, /deeper than 128 levels/);
+    assert.equal(calls.length, 0);
+  });
+
   it('calls made after the function settled are never started', async () => {
     const { sdk, calls } = recordingSdk();
     const r = await run(`module.exports = async ({ bt }) => { Promise.resolve().then(() => 0).then(() => 0).then(() => bt.tokens.delete('t')); return 'done'; };`, { sdk });

@@ -96,6 +96,22 @@ describe('limits', () => {
     assert.ok(value(await run(`module.exports = async () => 'x'.repeat(900 * 1024);`)));
   });
 
+  it('a result nested deeper than 128 levels → 422 too_large; 128 levels pass', async () => {
+    const nest = (levels: number) => `module.exports = async () => { let v = 1; for (let i = 0; i < ${levels}; i++) v = [v]; return v; };`;
+    failed(await run(nest(129)), { status: 422, kind: 'too_large', detail: /deeper than 128 levels/ });
+    // So deep that the isolate's own JSON.stringify gives up first: still a 422 that says why.
+    failed(await run(nest(100_000)), { status: 422, detail: /cannot be serialized as JSON/ });
+    let v = value(await run(nest(128)));
+    for (let i = 0; i < 128; i++) v = (v as unknown[])[0];
+    assert.equal(v, 1);
+  });
+
+  it('the configuration does not count against maxIoBytes; the arguments do', async () => {
+    const echo = 'module.exports = async (req) => req.configuration.K.length;';
+    assert.equal(value(await run(echo, { req: { args: null, configuration: { K: 'c'.repeat(2000) } }, limits: { maxIoBytes: 1000 } })), 2000);
+    failed(await run(echo, { req: { args: 'a'.repeat(2000), configuration: { K: 'c' } }, limits: { maxIoBytes: 1000 } }), { status: 413, kind: 'too_large' });
+  });
+
   it('console output is bounded in lines and line length', async () => {
     const r = await run(`module.exports = async () => { for (let i = 0; i < 1000; i++) console.log('line', i); console.log('x'.repeat(20000)); return 1; };`, {
       limits: { maxConsoleLines: 5 },

@@ -12,7 +12,7 @@ import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
-import type { Sandbox, SandboxFailure, SdkHost } from '../../sandbox/index.ts';
+import { configurationTooLarge, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
 import { hashApiKey } from '../../vault/api-keys.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
@@ -148,6 +148,8 @@ export function createProxyService(deps: {
       // The client's messages name at most the host and are written to be shown to callers.
       errors.add('body.destination_url', err.code === 'blocked_address' ? `must not point to an internal address: ${err.message}` : err.message);
     }
+    const tooLarge = configurationTooLarge(input.configuration);
+    if (tooLarge) errors.add('body.configuration', tooLarge);
     const request_transform: RequestTransform | null = input.request_transform ? { code: input.request_transform.code } : null;
     if (request_transform) checkCode(request_transform.code, 'body.request_transform.code', errors);
     const response_transform = input.response_transform ? responseTransform(input.response_transform, errors) : null;

@@ -50,7 +50,7 @@ export const ListReactorsQuery = Type.Object({
 
 export const ReactBody = Type.Object({
   args: Type.Optional(Type.Unknown({ description: 'Arguments; may hold detokenization expressions {{ <token_id> }}' })),
-  callback_url: Type.Optional(Nullable(Type.String({ maxLength: 2000 }), { deprecated: true })),
+  callback_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2000 }), { deprecated: true })),
 });
 
 export const ReactAsyncBody = Type.Object({ args: Type.Optional(Type.Unknown()) });

@@ -1,5 +1,5 @@
 import { wildcardPattern } from '../../db/like.ts';
-import type { Database } from '../../db/database.ts';
+import type { Database, Tx } from '../../db/database.ts';
 import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
@@ -10,7 +10,7 @@ import { ApiError, FieldErrorList, type Problem } from '../../http/errors.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
-import type { Sandbox, SandboxFailure, SdkHost } from '../../sandbox/index.ts';
+import { configurationTooLarge, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
@@ -27,10 +27,12 @@ import {
   findResult,
   insertPendingResult,
   insertReactor,
+  insertSettledResultsStatement,
   listReactors,
   updateReactor,
   type ReactorRow,
   type ReactorResultRow,
+  type SettledResultRow,
 } from './store.ts';
 
 export type ReactorInput = { name: string; code: string; configuration: Record<string, string>; application?: { id: string } | null };
@@ -69,6 +71,7 @@ export function createReactorService(deps: {
   cacheSeconds: number;
 }) {
   const { db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log, notifier } = deps;
+  const resultTable = groupCommit.table<SettledResultRow>('reactor_results', { insert: insertSettledResultsStatement });
   // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
   const gate = new Gate(limits.concurrency, limits.concurrency * 10);
 
@@ -105,6 +108,8 @@ export function createReactorService(deps: {
   async function validate(principal: Principal, input: ReactorInput, errors: FieldErrorList): Promise<{ id: string; name: string; type: string } | undefined> {
     const failure = sandbox.check(input.code);
     if (failure) errors.add('body.code', failure.detail);
+    const tooLarge = configurationTooLarge(input.configuration);
+    if (tooLarge) errors.add('body.configuration', tooLarge);
     if (!input.application) return undefined;
     const app = await applications.principalFor(principal.tenantId, input.application.id);
     if (!app) errors.add('body.application.id', 'no such application in this tenant');
@@ -117,6 +122,34 @@ export function createReactorService(deps: {
     if (!r.application_id) return { ...r, application: undefined };
     const app = await applications.get(principal, r.application_id).catch(() => undefined);
     return { ...r, application: app ? { id: app.id, name: app.name, type: app.type } : undefined };
+  }
+
+  /** The reactor's row, locked until tx ends; the stored id, not the path's spelling, is what later writes use. */
+  async function locked(principal: Principal, id: string, tx: Tx): Promise<ReactorRow> {
+    const row = await findReactor(db, principal.tenantId, id, tx, true);
+    if (!row) throw ApiError.notFound('reactor');
+    return row;
+  }
+
+  /** Replaces the locked reactor `row` with `input` (a PUT body), in tx. */
+  async function write(principal: Principal, row: ReactorRow, input: ReactorInput, tx: Tx): Promise<ReactorView> {
+    const errors = new FieldErrorList();
+    const app = await validate(principal, input, errors);
+    errors.throwIfAny();
+    // The configuration is sealed to the stored id (a UUID may come in upper case in the path).
+    const sealed = await sealConfiguration(principal.tenantId, row.id, input.configuration);
+    const r = await updateReactor(db, principal.tenantId, {
+      id: row.id,
+      name: input.name,
+      code: input.code,
+      ...sealed,
+      application_id: app?.id ?? null,
+      modified_by: principal.actorId,
+    }, tx);
+    if (!r) throw ApiError.notFound('reactor');
+    await logs.record(principal, { entityType: 'reactor', entityId: row.id, operation: 'update', message: `Reactor "${r.name}" updated` }, tx);
+    await notifier.invalidate(REACTOR_TOPIC, tx);
+    return { ...(await hydrate(r)), application: app };
   }
 
   async function load(principal: Principal, id: string): Promise<Reactor> {
@@ -221,14 +254,14 @@ export function createReactorService(deps: {
         await (written ??= groupCommit.write(items));
       },
       /** Writes `last`, with the items if they are not written yet. */
-      async finish(last: Item): Promise<void> {
+      async finish(last: Item[]): Promise<void> {
         if (!written) {
-          written = groupCommit.write([...items, last]);
+          written = groupCommit.write([...items, ...last]);
           await written;
           return;
         }
         await written;
-        await groupCommit.write([last]);
+        await groupCommit.write(last);
       },
     };
   }
@@ -267,8 +300,21 @@ export function createReactorService(deps: {
     });
   }
 
-  function readOutcome(tenantId: string, requestId: string, row: ReactorResultRow): Promise<Outcome> {
-    return vault.decrypt(tenantId, `reactor-result:${requestId}`, row.ciphertext!, row.data_key_id!) as Promise<Outcome>;
+  /**
+   * A synchronous run's outcome, kept as an async run's is: its events' request id then works
+   * with Retrieve result too. Written with reactor.completed or reactor.failed.
+   */
+  async function settled(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome): Promise<Item[]> {
+    const sealed = await vault.encrypt(reactor.tenant_id, `reactor-result:${requestId}`, outcome);
+    return [
+      settledEvent(reactor, requestId, outcome),
+      resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, status: outcome.ok ? 'completed' : 'failed', ciphertext: sealed.ciphertext, data_key_id: sealed.dataKeyId }),
+    ];
+  }
+
+  /** Sealed to the stored request id, never to a path's spelling of it (a UUID may come in upper case). */
+  function readOutcome(tenantId: string, row: ReactorResultRow): Promise<Outcome> {
+    return vault.decrypt(tenantId, `reactor-result:${row.id}`, row.ciphertext!, row.data_key_id!) as Promise<Outcome>;
   }
 
   return {
@@ -304,42 +350,30 @@ export function createReactorService(deps: {
     },
 
     async update(principal: Principal, requested: string, input: ReactorInput): Promise<ReactorView> {
-      // The stored id, not the path's spelling of it (a UUID may come in upper case): the configuration is sealed to it.
-      const { id } = await load(principal, requested);
-      const errors = new FieldErrorList();
-      const app = await validate(principal, input, errors);
-      errors.throwIfAny();
-      const sealed = await sealConfiguration(principal.tenantId, id, input.configuration);
-      const view = await db.transaction(async (tx) => {
-        const r = await updateReactor(db, principal.tenantId, {
-          id,
-          name: input.name,
-          code: input.code,
-          ...sealed,
-          application_id: app?.id ?? null,
-          modified_by: principal.actorId,
-        }, tx);
-        if (!r) throw ApiError.notFound('reactor');
-        await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'update', message: `Reactor "${r.name}" updated` }, tx);
-        await notifier.invalidate(REACTOR_TOPIC, tx);
-        return { ...(await hydrate(r)), application: app };
-      });
+      const view = await db.transaction(async (tx) => write(principal, await locked(principal, requested, tx), input, tx));
       // An invocation that raced the change may have cached the old reactor before the commit;
       // once this resolves, no process serves it any more.
       await notifier.invalidateLocal(REACTOR_TOPIC);
       return view;
     },
 
-    /** RFC 7386 over the stored reactor as a PUT body, then the same checks as a PUT. */
+    /**
+     * RFC 7386 over the stored reactor as a PUT body, then the same checks as a PUT. The row is
+     * locked from read to write, so concurrent patches each apply to the one before.
+     */
     async patch(principal: Principal, id: string, patch: ReactorPatch): Promise<void> {
-      const current = await load(principal, id);
-      const base = {
-        name: current.name,
-        code: current.code,
-        configuration: current.configuration,
-        ...(current.application_id ? { application: { id: current.application_id } } : {}),
-      };
-      await this.update(principal, id, validReactorBody(applyMergePatch(base, patch), 'body'));
+      await db.transaction(async (tx) => {
+        const row = await locked(principal, id, tx);
+        const current = await hydrate(row);
+        const base = {
+          name: current.name,
+          code: current.code,
+          configuration: current.configuration,
+          ...(current.application_id ? { application: { id: current.application_id } } : {}),
+        };
+        await write(principal, row, validReactorBody(applyMergePatch(base, patch), 'body'), tx);
+      });
+      await notifier.invalidateLocal(REACTOR_TOPIC);
     },
 
     /** Deletes async results older than `days`. */
@@ -349,8 +383,9 @@ export function createReactorService(deps: {
 
     async remove(principal: Principal, id: string): Promise<void> {
       await db.transaction(async (tx) => {
-        if (!(await deleteReactor(db, principal.tenantId, id, tx))) throw ApiError.notFound('reactor');
-        await logs.record(principal, { entityType: 'reactor', entityId: id, operation: 'delete', message: 'Reactor deleted' }, tx);
+        const deleted = await deleteReactor(db, principal.tenantId, id, tx);
+        if (!deleted) throw ApiError.notFound('reactor');
+        await logs.record(principal, { entityType: 'reactor', entityId: deleted, operation: 'delete', message: 'Reactor deleted' }, tx);
         await notifier.invalidate(REACTOR_TOPIC, tx);
       });
       await notifier.invalidateLocal(REACTOR_TOPIC);
@@ -365,18 +400,24 @@ export function createReactorService(deps: {
       const requestId = uuidv4();
       const audit = auditBeforeEgress([
         ...uses,
-        logs.item(principal, { entityType: 'reactor', entityId: id, operation: 'react', message: `Reactor invoked (request ${requestId})` }),
-        events.item(principal.tenantId, 'reactor.invoked', id, { reactor_id: id, request_id: requestId }),
+        // The stored id: the path may spell the UUID in upper case.
+        logs.item(principal, { entityType: 'reactor', entityId: reactor.id, operation: 'react', message: `Reactor invoked (request ${requestId})` }),
+        events.item(principal.tenantId, 'reactor.invoked', reactor.id, { reactor_id: reactor.id, request_id: requestId }),
       ]);
       let outcome: Outcome;
       try {
         outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs, audit.flush);
       } catch (err) {
-        // Not the code's fault (busy, or Coffer failed): the invocation still ends in reactor.failed.
-        await audit.finish(settledEvent(reactor, requestId, { ok: false, status: err instanceof ApiError ? err.status : 500 })).catch(() => undefined);
+        // Turned away before anything ran: there was no invocation to record.
+        if (err instanceof BusyError) throw err;
+        // Not the code's fault (Coffer failed): the invocation still ends in reactor.failed.
+        const failure: Outcome = err instanceof ApiError
+          ? { ok: false, status: err.status, detail: err.detail, errors: err.errors }
+          : { ok: false, status: 500, detail: 'The reactor could not be run. Quote the request id when reporting it.' };
+        await settled(reactor, requestId, failure).then((items) => audit.finish(items)).catch(() => undefined);
         throw err;
       }
-      await audit.finish(settledEvent(reactor, requestId, outcome));
+      await audit.finish(await settled(reactor, requestId, outcome));
       if (!outcome.ok) throw new ReactorProblem(outcome);
       return outcome.response;
     },
@@ -400,7 +441,7 @@ export function createReactorService(deps: {
       const row = await findResult(db, principal.tenantId, id, requestId);
       if (!row) throw ApiError.notFound('reactor result');
       if (row.status === 'pending') return undefined;
-      const outcome = await readOutcome(principal.tenantId, requestId, row);
+      const outcome = await readOutcome(principal.tenantId, row);
       if (!outcome.ok) throw new ReactorProblem(outcome);
       return outcome.response;
     },
@@ -430,11 +471,19 @@ export function createReactorService(deps: {
             ? { ok: false, status: err.status, detail: err.detail, errors: err.errors }
             : { ok: false, status: 500, detail: 'The reactor could not be run. Quote the request id when reporting it.' };
         }
-        await storeOutcome(ref, p.request_id, outcome);
+        try {
+          await storeOutcome(ref, p.request_id, outcome);
+        } catch (err) {
+          // The outcome could not be kept: retried while attempts remain, then a small failure
+          // stands in for it, or the result would stay pending forever.
+          if (job.attempt < job.maxAttempts) throw err;
+          log.error({ request_id: p.request_id, err: (err as Error)?.message }, 'reactor result could not be stored on its last attempt');
+          await storeOutcome(ref, p.request_id, { ok: false, status: 500, detail: 'The reactor ran, but its result could not be stored. Quote the request id when reporting it.' });
+        }
         // Whatever is stored now is the result, whichever run stored it: the callback sends that.
         stored = (await findResult(db, tenantId, p.reactor_id, p.request_id))!;
       }
-      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, await readOutcome(tenantId, p.request_id, stored));
+      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, await readOutcome(tenantId, stored));
     },
   };
 
@@ -490,6 +539,13 @@ function flatten(headers: Record<string, string | string[]>): Record<string, str
 
 const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
 
+/** The gate's refusal: the run never started. */
+class BusyError extends ApiError {
+  constructor() {
+    super(429, 'Too many reactor runs are in progress; retry shortly.');
+  }
+}
+
 /** A counting semaphore with a bounded queue: past it, callers get 429 rather than waiting forever. */
 class Gate {
   private active = 0;
@@ -504,7 +560,7 @@ class Gate {
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
     if (this.active >= this.max) {
-      if (this.waiting.length >= this.maxQueue) throw new ApiError(429, 'Too many reactor runs are in progress; retry shortly.');
+      if (this.waiting.length >= this.maxQueue) throw new BusyError();
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
     this.active++;

@@ -1,4 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
+import type { Statement } from '../../db/group-commit.ts';
 
 /** A reactor as stored: its configuration sealed under the tenant's data key. */
 export type ReactorRow = {
@@ -68,8 +69,9 @@ export async function updateReactor(
   );
 }
 
-export async function deleteReactor(db: Database, tenantId: string, id: string, tx?: Tx): Promise<boolean> {
-  return (await db.query(`DELETE FROM reactors WHERE tenant_id = $1 AND id = $2 RETURNING id`, [tenantId, id], tx)).length > 0;
+/** The deleted reactor's id as stored (the caller's may differ in case), or undefined when there was none. */
+export async function deleteReactor(db: Database, tenantId: string, id: string, tx?: Tx): Promise<string | undefined> {
+  return (await db.one<{ id: string }>(`DELETE FROM reactors WHERE tenant_id = $1 AND id = $2 RETURNING id`, [tenantId, id], tx))?.id;
 }
 
 export type ReactorResultRow = {
@@ -113,4 +115,29 @@ export async function deleteOldResultsAcrossTenants(db: Database, days: number):
     [days],
   );
   return rows.length;
+}
+
+/** A finished run's result as written in one go (a synchronous run's), sealed like an async one's. */
+export type SettledResultRow = Pick<ReactorResultRow, 'id' | 'reactor_id'> & {
+  tenant_id: string;
+  status: 'completed' | 'failed';
+  ciphertext: Buffer;
+  data_key_id: string;
+};
+
+/** The INSERT of settled results (any tenants), for a group commit. */
+export function insertSettledResultsStatement(rows: SettledResultRow[]): Statement {
+  return {
+    sql: `INSERT INTO reactor_results (id, tenant_id, reactor_id, status, ciphertext, data_key_id, completed_at)
+     SELECT id, tenant_id, reactor_id, status, ciphertext, data_key_id, now()
+     FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::bytea[], $6::uuid[]) AS t (id, tenant_id, reactor_id, status, ciphertext, data_key_id)`,
+    params: [
+      rows.map((r) => r.id),
+      rows.map((r) => r.tenant_id),
+      rows.map((r) => r.reactor_id),
+      rows.map((r) => r.status),
+      rows.map((r) => r.ciphertext),
+      rows.map((r) => r.data_key_id),
+    ],
+  };
 }
