@@ -255,6 +255,14 @@ describe('proxies API', () => {
       assert.deepEqual((await call(server, 'GET', `/proxies/${p.id}`, { key: server.key })).body.response_transform, { type: 'code', code: CODE });
     });
 
+    it('concurrent patches each apply to the one before: none is lost', async () => {
+      const p = await created({ ...PROXY, configuration: {} });
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => patch(p.id, { configuration: { [`K${i}`]: String(i) } })));
+      for (const res of results) assert.equal(res.status, 204, res.text);
+      const got = (await call(server, 'GET', `/proxies/${p.id}`, { key: server.key })).body;
+      assert.deepEqual(got.configuration, Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`K${i}`, String(i)])));
+    });
+
     it('checks the merged proxy; 415 without merge-patch; 404 elsewhere', async () => {
       const p = await created();
       assertInvalid(await patch(p.id, { name: null }), 'body.name');

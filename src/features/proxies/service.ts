@@ -223,10 +223,18 @@ export function createProxyService(deps: {
     };
   }
 
-  async function replace(principal: Principal, current: ProxyView, input: ProxyInput, operation: 'update' | 'patch'): Promise<ProxyView> {
-    const { configuration, ...fields } = await validate(principal, input);
-    const sealed = await vault.encrypt(principal.tenantId, secretAad(current.id), { key: current.key, configuration } satisfies Sealed);
-    const row = await db.transaction(async (tx) => {
+  /**
+   * Replaces the proxy with `input` (a PUT body). The row is read locked in the same
+   * transaction as the write, and `change` builds the input from what was read, so concurrent
+   * patches each apply to the one before.
+   */
+  async function replace(principal: Principal, id: string, change: (current: ProxyView) => ProxyInput, operation: 'update' | 'patch'): Promise<ProxyView> {
+    const result = await db.transaction(async (tx) => {
+      const locked = await findProxy(db, principal.tenantId, id, tx, true);
+      if (!locked) throw ApiError.notFound('proxy');
+      const current = await view(locked);
+      const { configuration, ...fields } = await validate(principal, change(current));
+      const sealed = await vault.encrypt(principal.tenantId, secretAad(current.id), { key: current.key, configuration } satisfies Sealed);
       const updated = await updateProxy(
         db,
         principal.tenantId,
@@ -237,11 +245,11 @@ export function createProxyService(deps: {
       if (!updated) throw ApiError.notFound('proxy');
       await logs.record(principal, { entityType: 'proxy', entityId: current.id, operation, message: `Proxy "${updated.name}" updated` }, tx);
       await notifier.invalidate('proxy', tx);
-      return updated;
+      return { ...updated, key: current.key, configuration };
     });
     // A request that raced the change may have re-cached the old proxy before the commit.
     notifier.invalidateLocal('proxy');
-    return { ...row, key: current.key, configuration };
+    return result;
   }
 
   async function getView(principal: Principal, id: string): Promise<ProxyView> {
@@ -454,14 +462,12 @@ export function createProxyService(deps: {
     get: getView,
 
     async update(principal: Principal, id: string, input: ProxyInput): Promise<ProxyView> {
-      return replace(principal, await getView(principal, id), input, 'update');
+      return replace(principal, id, () => input, 'update');
     },
 
     /** RFC 7386 over the proxy as a PUT body, then the same checks as a PUT. */
     async patch(principal: Principal, id: string, patch: Record<string, unknown>): Promise<void> {
-      const current = await getView(principal, id);
-      const merged = applyMergePatch(asInput(current), patch);
-      await replace(principal, current, validProxyBody(merged, 'body'), 'patch');
+      await replace(principal, id, (current) => validProxyBody(applyMergePatch(asInput(current), patch), 'body'), 'patch');
     },
 
     async remove(principal: Principal, id: string): Promise<void> {

@@ -46,8 +46,9 @@ export async function insertProxy(
   return row!;
 }
 
-export async function findProxy(db: Database, tenantId: string, id: string, tx?: Tx): Promise<ProxyRow | undefined> {
-  return db.one<ProxyRow>(`SELECT ${COLUMNS} FROM proxies WHERE tenant_id = $1 AND id = $2`, [tenantId, id], tx);
+/** With `lock`, the row stays locked until tx ends (read-modify-write of a PATCH). */
+export async function findProxy(db: Database, tenantId: string, id: string, tx?: Tx, lock = false): Promise<ProxyRow | undefined> {
+  return db.one<ProxyRow>(`SELECT ${COLUMNS} FROM proxies WHERE tenant_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [tenantId, id], tx);
 }
 
 /** Invocation: the key names the proxy (and so the tenant). */
