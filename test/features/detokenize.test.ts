@@ -222,6 +222,13 @@ describe('POST /detokenize', () => {
       problem(res, 400);
       assert.match(res.body.detail, /no-such-token/);
       assert.ok(!res.text.includes(SSN));
+      assert.deepEqual(res.body.errors, { 'body.b': ['token "no-such-token" not found'] });
+    });
+
+    it('the 400 of an unknown token names every field that refers to it', async () => {
+      const res = await detokenize({ list: ['x', 'card {{ gone }} and {{ gone | last4 }}'], deep: { c: '{{ token: gone }}' } });
+      problem(res, 400);
+      assert.deepEqual(res.body.errors, { 'body.list[1]': ['token "gone" not found'], 'body.deep.c': ['token "gone" not found'] });
     });
 
     it("another tenant's token id is 400 as if unknown, never its data", async () => {

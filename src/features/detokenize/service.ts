@@ -51,7 +51,15 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
       const found: Found[] = [];
       collect(body, at, found, 0);
       if (found.length === 0) return body;
-      const refs = found.flatMap((f) => tokenReferences(f.template));
+      const paths = new Map<string, string[]>();
+      const refs = found.flatMap((f) => {
+        const inString = tokenReferences(f.template);
+        for (const r of inString) {
+          const list = paths.get(r.id) ?? paths.set(r.id, []).get(r.id)!;
+          if (!list.includes(f.at)) list.push(f.at);
+        }
+        return inString;
+      });
       if (refs.length > limit) {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
       }
@@ -59,7 +67,7 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
       if (maxTokens !== undefined && new Set(ids).size > maxTokens) {
         throw ApiError.field(at, `${new Set(ids).size} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
       }
-      const views = await tokens.resolveForUse(principal, ids, permission, deferAudit);
+      const views = await tokens.resolveForUse(principal, ids, permission, deferAudit, (id) => paths.get(id) ?? [at]);
       for (const r of refs) {
         if (r.form === 'data' && views.get(r.id)!.data === undefined) {
           throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (its transform redacts it).`);

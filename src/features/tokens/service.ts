@@ -369,14 +369,25 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
      * Loads tokens for detokenization (token:read), reactors and proxies (token:use): every
      * id must exist (400 naming it) and be permitted (403). Each use is audit-logged before
      * this resolves, or, given `deferAudit`, its audit entries are added there for the caller
-     * to write before the data leaves Coffer.
+     * to write before the data leaves Coffer. `pathsOf` names the fields that refer to an id,
+     * for the 400 of an unknown one.
      */
-    async resolveForUse(principal: Principal, ids: string[], permission: 'token:read' | 'token:use', deferAudit?: Item[]): Promise<Map<string, TokenView>> {
+    async resolveForUse(
+      principal: Principal,
+      ids: string[],
+      permission: 'token:read' | 'token:use',
+      deferAudit?: Item[],
+      pathsOf: (id: string) => string[] = () => ['body'],
+    ): Promise<Map<string, TokenView>> {
       const unique = [...new Set(ids)];
       const rows = await load(principal.tenantId, unique);
       const found = new Map(rows.map((r) => [r.id, r]));
       const missing = unique.filter((id) => !found.has(id));
-      if (missing.length) throw ApiError.field('body', `token ${missing.map((m) => `"${m}"`).join(', ')} not found`);
+      if (missing.length) {
+        const errors = new FieldErrorList();
+        for (const id of missing) for (const path of pathsOf(id)) errors.add(path, `token "${id}" not found`);
+        throw new ApiError(400, `token ${missing.map((m) => `"${m}"`).join(', ')} not found`, errors.errors);
+      }
       const out = new Map<string, TokenView>();
       for (const row of rows) out.set(row.id, await view(row, permitted(principal, permission, row)));
       const operation = permission === 'token:use' ? 'use' : 'detokenize';
