@@ -109,6 +109,11 @@ describe('webhooks API', () => {
       { what: 'a url to an IPv4-mapped private address', body: { ...HOOK, url: 'http://[::ffff:192.168.1.1]/' }, field: 'body.url' },
       { what: 'a url to 0.0.0.0', body: { ...HOOK, url: 'http://0.0.0.0/' }, field: 'body.url' },
       { what: 'a url that is a number', body: { ...HOOK, url: 42 }, field: 'body.url' },
+      { what: 'a url with a space at either end', body: { ...HOOK, url: ` ${HOOK.url} ` }, field: 'body.url' },
+      { what: 'a url with a tab in its host', body: { ...HOOK, url: 'https://hooks.exa\tmple.com/coffer' }, field: 'body.url' },
+      { what: 'a url with a line break', body: { ...HOOK, url: `${HOOK.url}\n` }, field: 'body.url' },
+      { what: 'a url with a space in its path', body: { ...HOOK, url: 'https://hooks.example.com/a b' }, field: 'body.url' },
+      { what: 'a url longer than 2048 characters once normalised', body: { ...HOOK, url: `https://hooks.example.com/${'é'.repeat(1000)}` }, field: 'body.url' },
       { what: 'missing events', body: { name: 'x', url: HOOK.url }, field: 'body.events' },
       { what: 'empty events', body: { ...HOOK, events: [] }, field: 'body.events' },
       { what: 'an unknown event type', body: { ...HOOK, events: ['token.created', 'token.stolen'] }, field: 'body.events[1]' },
@@ -125,6 +130,21 @@ describe('webhooks API', () => {
         assertInvalid(await create(c.body), c.field);
       });
     }
+
+    it('stores and shows the URL normalised: the one deliveries are sent to', async () => {
+      const cases: [string, string][] = [
+        ['HTTPS://Hooks.Example.COM:443', 'https://hooks.example.com/'],
+        ['http:hooks.example.com/in', 'http://hooks.example.com/in'],
+        ['https://hööks.example.com/ä?q=ü', 'https://xn--hks-snaa.example.com/%C3%A4?q=%C3%BC'],
+      ];
+      for (const [given, stored] of cases) {
+        const hook = await created({ ...HOOK, url: given });
+        assert.equal(hook.url, stored, given);
+        assert.equal((await call(server, 'GET', `/webhooks/${hook.id}`, { key: server.key })).body.url, stored);
+        const put = await call(server, 'PUT', `/webhooks/${hook.id}`, { key: server.key, body: { ...HOOK, url: given } });
+        assert.equal(put.body.url, stored, `PUT ${given}`);
+      }
+    });
 
     it('creates nothing when validation fails, and reports every problem at once', async () => {
       const before = (await call(server, 'GET', '/webhooks?size=1', { key: server.key })).body.pagination.total_items;

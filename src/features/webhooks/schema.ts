@@ -17,7 +17,8 @@ export const ALL_EVENTS = '*';
 export const WEBHOOK_STATUSES = ['enabled', 'disabled'] as const;
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute http(s) URL the events are POSTed to' });
+export const MAX_URL_LENGTH = 2048;
+const Url = Type.String({ minLength: 1, maxLength: MAX_URL_LENGTH, description: 'Absolute http(s) URL the events are POSTed to; stored and returned normalised' });
 // RFC 5321 caps an address at 254 characters; ajv-formats' `email` is an RFC 5322-style check.
 const Email = Type.String({ format: 'email', maxLength: 254 });
 const Events = Type.Array(Type.Enum([...WEBHOOK_EVENT_TYPES, ALL_EVENTS]), {
