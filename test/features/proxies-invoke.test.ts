@@ -471,6 +471,35 @@ describe('proxy invocation', () => {
       rememberSecret('5555555555554444');
     });
 
+    it('a response transform cannot frame the answer: its length, transfer-encoding and hop-by-hop headers go', async () => {
+      dest.answer('/framing', () => ({ headers: { 'content-type': 'application/json' }, body: '{"a":1}' }));
+      const code = `module.exports = async (req) => ({
+        body: { rebuilt: true },
+        headers: { ...req.args.headers, 'transfer-encoding': 'chunked', 'content-length': '1', connection: 'x-hop', 'x-hop': 'h', 'keep-alive': 'timeout=1', 'x-kept': 'k' },
+      });`;
+      const p = await proxy({ response_transform: { code } }, '/framing');
+      const res = await rawRequest(server.url, 'GET', '/proxy', { 'svc-proxy-key': p.key, 'svc-api-key': backend.key });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(res.body, { rebuilt: true });
+      assert.equal(res.headers.get('x-kept'), 'k');
+      assert.equal(res.headers.get('content-length'), String(Buffer.byteLength(res.text)));
+      for (const gone of ['transfer-encoding', 'x-hop']) assert.equal(res.headers.get(gone), null, gone);
+      // Coffer's own connection may announce a keep-alive, never the transform's.
+      assert.notEqual(res.headers.get('keep-alive'), 'timeout=1');
+    });
+
+    it('a transform returning a header value HTTP cannot carry is a 422, on either side', async () => {
+      dest.answer('/badvalue', () => ({ headers: { 'content-type': 'text/plain' }, body: 'ok' }));
+      for (const value of ['a\\u0001b', '\\u0100', 'a\\u007fb']) {
+        const code = `module.exports = async (req) => ({ headers: { ...req.args.headers, 'x-bad': '${value}' } });`;
+        const back = await proxy({ response_transform: { code } }, '/badvalue');
+        assertProxyError(await invoke(back.key, 'GET'), 422, /invalid headers/);
+        const out = await proxy({ request_transform: { code } }, '/badvalue-out');
+        assertProxyError(await invoke(out.key, 'POST', '', { body: {} }), 422, /invalid headers/);
+      }
+      assert.equal(dest.at('/badvalue-out').length, 0);
+    });
+
     it('a transform that throws is a proxy_error; a request transform failing never forwards', async () => {
       const throwing = `module.exports = async function () { throw new Error('nope'); };`;
       const p = await proxy({ request_transform: { code: throwing } }, '/throws');

@@ -18,7 +18,8 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
 /** Coffer's own request headers: credentials and the reserved proxy headers, never forwarded. */
 const RESERVED = new Set(['svc-api-key', 'svc-proxy-key', 'svc-proxy-keep-alive', 'svc-proxy-connection']);
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const BAD_HEADER_VALUE = /[\0\r\n]/;
+/** Outside RFC 9110's field-value characters (VCHAR, obs-text, SP, HTAB): Node and undici refuse such a value. */
+const BAD_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
 /** A header's value, the first of a repeated one. */
 export function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
@@ -98,11 +99,16 @@ export function forwardedHeaders(input: Record<string, string | string[] | undef
   return out;
 }
 
-export function withoutHopByHop(input: Record<string, string | string[]>): Record<string, string | string[]> {
+/**
+ * Response headers for the caller: hop-by-hop ones go. `content-length` stays for a body sent
+ * as it came; a body Coffer rebuilt (`rebuilt`: a transform's or a mask's) is framed anew, so
+ * a length or transfer-encoding it names would contradict the bytes sent.
+ */
+export function withoutHopByHop(input: Record<string, string | string[]>, rebuilt = false): Record<string, string | string[]> {
   const listed = connectionTokens(input);
   const out: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(input)) {
-    if (name !== 'content-length' && (HOP_BY_HOP.has(name) || listed?.has(name))) continue;
+    if ((rebuilt || name !== 'content-length') && (HOP_BY_HOP.has(name) || listed?.has(name))) continue;
     out[name] = value;
   }
   return out;

@@ -396,7 +396,7 @@ export function createProxyService(deps: {
       return { status: res.status, headers, body: Buffer.from(masked) };
     }
     const out = await runCode(entry, 'response', transform.code, { body: transformBody(bodyKind(header(headers, 'content-type')), raw), headers });
-    const finalHeaders = out.headers ?? headers;
+    const finalHeaders = out.headers ? withoutHopByHop(out.headers, true) : headers;
     const encoded = out.body === undefined ? raw : encodeBody(out.body, finalHeaders);
     return { status: res.status, headers: finalHeaders, body: encoded ?? Buffer.alloc(0) };
   }
