@@ -148,6 +148,12 @@ export function bodyKind(contentType: string | undefined): BodyKind {
   return 'binary';
 }
 
+/** Whether a Content-Encoding (gzip, br…) makes the body something else than its Content-Type says. */
+export function isEncoded(contentEncoding: string | undefined): boolean {
+  const coding = contentEncoding?.trim().toLowerCase();
+  return coding !== undefined && coding !== '' && coding !== 'identity';
+}
+
 /** Cheap byte scan before any parsing: JSON may escape braces, forms percent-encode them. */
 export function mayHoldExpressions(body: Buffer, kind: BodyKind): boolean {
   if (body.includes('{{')) return true;

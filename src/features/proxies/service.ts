@@ -31,6 +31,7 @@ import {
   forwardedHeaders,
   header,
   holdsTemplate,
+  isEncoded,
   mayHoldExpressions,
   parseJson,
   queryObject,
@@ -308,9 +309,10 @@ export function createProxyService(deps: {
    * Replaces detokenization expressions in JSON, text and form bodies with the
    * /detokenize walk (token:use). Bodies without any '{{' are passed on byte for byte.
    * Returns the bytes to forward and, for JSON, the parsed value (for the transform).
+   * A compressed body is bytes: its '{{' would be chance, so it is forwarded as it came.
    */
-  async function detokenizeBody(principal: Principal | undefined, contentType: string | undefined, body: Buffer | undefined) {
-    const kind = bodyKind(contentType);
+  async function detokenizeBody(principal: Principal | undefined, contentType: string | undefined, contentEncoding: string | undefined, body: Buffer | undefined) {
+    const kind = isEncoded(contentEncoding) ? 'binary' : bodyKind(contentType);
     if (!body || body.length === 0 || kind === 'binary' || !mayHoldExpressions(body, kind)) return { body, kind };
     const detokenized = async (value: unknown): Promise<unknown> => {
       if (!principal) {
@@ -502,7 +504,7 @@ export function createProxyService(deps: {
         headers.connection = connection;
       }
       const bodyless = inv.method === 'GET';
-      const prepared = await detokenizeBody(principal, header(inv.headers, 'content-type'), bodyless ? undefined : inv.body);
+      const prepared = await detokenizeBody(principal, header(inv.headers, 'content-type'), header(inv.headers, 'content-encoding'), bodyless ? undefined : inv.body);
       let body = prepared.body;
 
       const requestTransform = entry.row.request_transform;
