@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { Database } from '../../src/db/database.ts';
@@ -295,6 +298,88 @@ describe('jobs queue', () => {
       await Promise.all([a.stop(), b.stop()]);
       await other.close();
     }
+  });
+
+  describe('in separate processes', () => {
+    const workers: ChildProcess[] = [];
+
+    /** A worker process (test/helpers/job-worker.ts) on this database, once it polls. */
+    async function worker(k: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+      const child = spawn(process.execPath, [path.resolve(import.meta.dirname, '../helpers/job-worker.ts')], {
+        env: { ...process.env, DATABASE_URL: database.url, JOB_KIND: k, ...env },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      workers.push(child);
+      await new Promise<void>((resolve, reject) => {
+        child.once('exit', (code) => reject(new Error(`worker exited with ${code}`)));
+        child.stdout!.once('data', () => resolve());
+      });
+      return child;
+    }
+
+    async function stopWorker(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = once(child, 'exit');
+      child.kill(signal);
+      await exited;
+    }
+
+    const runsOf = (k: string) =>
+      db.query<{ job_id: string; pid: number; attempt: number; at: Date }>(
+        `SELECT r.job_id, r.pid, r.attempt, r.at FROM job_runs r JOIN jobs j ON j.id = r.job_id WHERE j.kind = $1 ORDER BY r.at`,
+        [k],
+      );
+
+    before(async () => {
+      await db.query(`CREATE TABLE job_runs (job_id uuid NOT NULL, pid int NOT NULL, attempt int NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp())`);
+    });
+    after(async () => {
+      await Promise.all(workers.map((w) => stopWorker(w, 'SIGKILL')));
+    });
+
+    it('two processes run each of many jobs exactly once', async () => {
+      const k = kind('processes');
+      const total = 400;
+      const ids: string[] = [];
+      for (let i = 0; i < total; i += 100) ids.push(...(await enqueueMany(db, tenantId, k, Array.from({ length: 100 }, (_, n) => ({ n: i + n })))));
+      const [a, b] = await Promise.all([worker(k), worker(k)]);
+      await until(async () => (await statusCount(k, 'done')) === total, 60_000, 'all jobs done');
+      await Promise.all([stopWorker(a), stopWorker(b)]);
+
+      const runs = await runsOf(k);
+      const perJob = new Map<string, number>();
+      for (const r of runs) perJob.set(r.job_id, (perJob.get(r.job_id) ?? 0) + 1);
+      const twice = [...perJob].filter(([, n]) => n > 1);
+      assert.deepEqual(twice, [], 'no job ran twice');
+      assert.deepEqual([...perJob.keys()].sort(), [...ids].sort(), 'every job ran');
+      const pids = new Set(runs.map((r) => r.pid));
+      assert.deepEqual([...pids].sort(), [a.pid, b.pid].sort(), 'both processes took part');
+    });
+
+    it('a job whose process was killed mid-run is taken over by another process once its lease lapses', async () => {
+      const k = kind('killed');
+      const leaseMs = 1000;
+      const doomed = await worker(k, { JOB_MODE: 'hang', JOB_LEASE_MS: String(leaseMs) });
+      const id = await enqueue(db, tenantId, k, {}, { maxAttempts: 3 });
+      await until(async () => (await runsOf(k)).length === 1, 10_000, 'the first run');
+      await stopWorker(doomed, 'SIGKILL');
+      const killedAt = Date.now();
+      assert.equal((await job(id)).status, 'running', 'still claimed by the dead process');
+
+      const survivor = await worker(k, { JOB_LEASE_MS: String(leaseMs) });
+      await until(async () => (await job(id)).status === 'done', 10_000, 'job done by the survivor');
+      const takenOverAfter = Date.now() - killedAt;
+      await stopWorker(survivor);
+
+      const runs = await runsOf(k);
+      assert.deepEqual(runs.map((r) => [r.pid, r.attempt]), [[doomed.pid, 1], [survivor.pid, 2]]);
+      const done = await job(id);
+      assert.equal(done.attempts, 2);
+      assert.equal(done.locked_by?.startsWith(`${survivor.pid}-`), true, 'finished by the survivor');
+      // Not before the dead process's lease lapsed (it was renewed until the kill).
+      assert.ok(runs[1].at.getTime() - runs[0].at.getTime() >= leaseMs - 50, `taken over ${runs[1].at.getTime() - runs[0].at.getTime()} ms after the first run`);
+      assert.ok(takenOverAfter < 5000, `taken over ${takenOverAfter} ms after the kill`);
+    });
   });
 
   it('stop() waits for running handlers to finish', async () => {
