@@ -513,6 +513,18 @@ describe('proxy invocation', () => {
       assert.equal(dest.at('/badvalue-out').length, 0);
     });
 
+    it('JSON nested too deeply for a transform: the caller\'s is a 400, the destination\'s a 502', async () => {
+      const deep = `${'['.repeat(200)}${']'.repeat(200)}`;
+      const echo = 'module.exports = async (req) => ({ body: req.args.body, headers: req.args.headers });';
+      dest.answer('/deep-back', () => ({ headers: { 'content-type': 'application/json' }, body: deep }));
+      const back = await proxy({ response_transform: { code: echo } }, '/deep-back');
+      assertProxyError(await invoke(back.key, 'GET'), 502, /destination's JSON response is nested/);
+      const out = await proxy({ request_transform: { code: echo } }, '/deep-out');
+      const problem = assertProxyError(await invoke(out.key, 'POST', '', { raw: deep, contentType: 'application/json' }), 400);
+      assert.ok(problem.errors.body);
+      assert.equal(dest.at('/deep-out').length, 0);
+    });
+
     it('a transform that throws is a proxy_error; a request transform failing never forwards', async () => {
       const throwing = `module.exports = async function () { throw new Error('nope'); };`;
       const p = await proxy({ request_transform: { code: throwing } }, '/throws');

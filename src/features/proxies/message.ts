@@ -10,7 +10,7 @@ import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import secureJson from 'secure-json-parse';
 import { isTemplate } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
-import { assertDepth } from '../../http/json-body.ts';
+import { assertDepth, MAX_BODY_DEPTH, nestsDeeperThan } from '../../http/json-body.ts';
 import { OutboundError } from '../../outbound/client.ts';
 
 /** Headers that belong to one connection (RFC 9110 §7.6.1), never carried across the proxy. */
@@ -198,8 +198,11 @@ export function holdsTemplate(root: unknown): boolean {
   return false;
 }
 
-/** A body as transform code sees it: parsed when it is JSON (and parses), else text; null when there is none. */
-export function transformBody(kind: BodyKind, body: Buffer | undefined, parsed?: unknown): unknown {
+/**
+ * A body as transform code sees it: parsed when it is JSON (and parses), else text; null when
+ * there is none. `from` says whose body it is, and so whose fault one nested too deeply is.
+ */
+export function transformBody(kind: BodyKind, body: Buffer | undefined, parsed?: unknown, from: 'caller' | 'destination' = 'caller'): unknown {
   if (parsed !== undefined) return parsed;
   if (!body || body.length === 0) return null;
   const text = body.toString('utf8');
@@ -210,7 +213,11 @@ export function transformBody(kind: BodyKind, body: Buffer | undefined, parsed?:
   } catch {
     return text;
   }
-  // Handed to the sandbox as JSON: a body nested deeper than JSON bodies may be is the caller's error, not a 500.
+  // Handed to the sandbox as JSON: a body nested deeper than JSON bodies may be is the caller's error (400), or
+  // the destination's (502): not a 500, and never the caller's for what the destination sent.
+  if (from === 'destination' && nestsDeeperThan(value, MAX_BODY_DEPTH)) {
+    throw new ApiError(502, `The destination's JSON response is nested deeper than ${MAX_BODY_DEPTH} levels, more than a response transform takes.`);
+  }
   assertDepth(value);
   return value;
 }

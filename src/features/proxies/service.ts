@@ -397,7 +397,7 @@ export function createProxyService(deps: {
       const masked = transform.matcher === 'regex' ? await maskRegex(entry, text, transform.expression, transform.replacement) : maskChaseStratusPan(text, transform.replacement);
       return { status: res.status, headers, body: Buffer.from(masked) };
     }
-    const out = await runCode(entry, 'response', transform.code, { body: transformBody(bodyKind(header(headers, 'content-type')), raw), headers });
+    const out = await runCode(entry, 'response', transform.code, { body: transformBody(bodyKind(header(headers, 'content-type')), raw, undefined, 'destination'), headers });
     const finalHeaders = out.headers ? withoutHopByHop(out.headers, true) : headers;
     const encoded = out.body === undefined ? raw : encodeBody(out.body, finalHeaders);
     return { status: res.status, headers: finalHeaders, body: encoded ?? Buffer.alloc(0) };
