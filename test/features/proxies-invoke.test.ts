@@ -164,11 +164,18 @@ describe('proxy invocation', () => {
       assert.equal(dest.at('/head').length, 0);
     });
 
-    it('POST /proxy alone goes to destination_url itself, keeping its own query', async () => {
+    it('POST /proxy alone goes to destination_url itself, trailing slash and its own query kept', async () => {
       const p = await proxy({ destination_url: `${dest.url('/base/')}?fixed=1` });
       const res = await invoke(p.key, 'POST', '?x=2', { body: {} });
       assert.equal(res.status, 200, res.text);
-      assert.equal(res.body.url, '/base?fixed=1&x=2');
+      assert.equal(res.body.url, '/base/?fixed=1&x=2');
+      // Below it, one slash joins them, whichever side has it.
+      assert.equal((await invoke(p.key, 'POST', '/charges', { body: {} })).body.url, '/base/charges?fixed=1');
+      assert.equal((await invoke(p.key, 'POST', '/', { body: {} })).body.url, '/base/?fixed=1');
+      const bare = await proxy({}, '/bare');
+      assert.equal((await invoke(bare.key, 'GET')).body.url, '/bare');
+      assert.equal((await invoke(bare.key, 'GET', '/')).body.url, '/bare/');
+      assert.equal((await invoke(bare.key, 'GET', '/x/')).body.url, '/bare/x/');
     });
 
     it('takes the proxy key from the svc-proxy-key query parameter and never forwards it', async () => {

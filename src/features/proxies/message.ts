@@ -65,7 +65,9 @@ export function destinationUrl(destination: string, suffix: string, query: strin
     throw ApiError.field('path', 'must not contain "." or ".." segments (also percent-encoded)');
   }
   const base = new URL(destination);
-  const basePath = base.pathname.replace(/\/$/, '');
+  // `/proxy` alone is destination_url itself, trailing slash and all (`/v1/` and `/v1` may be different
+  // resources, and a redirect between them is not followed); a suffix is joined with one slash.
+  const basePath = suffix === '' ? base.pathname : base.pathname.replace(/\/$/, '');
   const search = [base.search.slice(1), query].filter(Boolean).join('&');
   const target = new URL(`${base.origin}${basePath}${suffix}${search ? `?${search}` : ''}`);
   if (target.origin !== base.origin || !target.pathname.startsWith(basePath)) throw ApiError.field('path', 'does not stay below the destination URL');
