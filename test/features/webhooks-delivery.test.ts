@@ -152,6 +152,44 @@ describe('webhook delivery', () => {
     assert.ok(!stored.includes('whsec_'), 'no webhook secret in jobs or events');
   });
 
+  it('delivers the reactor events and token.expired, each carrying what the catalogue says', async () => {
+    const hook = await webhook('/every', { events: ['reactor.invoked', 'reactor.completed', 'reactor.failed', 'token.expired'] });
+    const invoker = await createApplication(server, { name: 'invoker', type: 'private', permissions: ['token:use'] });
+    const reactor = async (name: string, code: string) => {
+      const res = await call(server, 'POST', '/reactors', { key: server.key, body: { name, code, configuration: {} } });
+      assert.equal(res.status, 201, res.text);
+      return res.body.id as string;
+    };
+    const ok = await reactor('ok', 'module.exports = async () => ({ raw: { ok: true } });');
+    const bad = await reactor('bad', "module.exports = async () => { throw new Error('nope'); };");
+    assert.equal((await call(server, 'POST', `/reactors/${ok}/react`, { key: invoker.key, body: { args: {} } })).status, 200);
+    assert.equal((await call(server, 'POST', `/reactors/${bad}/react`, { key: invoker.key, body: { args: {} } })).status, 422);
+    const accepted = await call(server, 'POST', `/reactors/${ok}/react-async`, { key: invoker.key, body: { args: {} } });
+    assert.equal(accepted.status, 202, accepted.text);
+    const asyncId = accepted.body.asyncReactorRequestId;
+
+    const expiring = await call(server, 'POST', '/tokens', { key: tokenKey, body: { type: 'token', data: { secret: SECRET_DATA }, expires_at: new Date(Date.now() + 300).toISOString() } });
+    assert.equal(expiring.status, 201, expiring.text);
+    await sleep(400);
+    assert.ok((await server.running.services.tokens.sweepExpired()) >= 1);
+
+    await until(() => receiver.at('/every').length >= 7, 'seven deliveries');
+    await sleep(200);
+    const events = receiver.at('/every').map((r) => verify(hook.secret, r.headers, r.body));
+    assert.equal(events.length, 7, 'nothing else: no token.created, which it did not subscribe to');
+    const of = (type: string, reactorId?: string) => events.filter((e) => e.type === type && (!reactorId || e.data.reactor_id === reactorId));
+    assert.equal(of('reactor.invoked', ok).length, 2);
+    assert.equal(of('reactor.completed', ok).length, 2);
+    assert.equal(of('reactor.invoked', bad).length, 1);
+    assert.equal(of('reactor.failed', bad).length, 1);
+    assert.ok(events.every((e) => e.tenant_id === server.tenantId));
+    // Each run's events carry its request id; the asynchronous one's is the id react-async answered.
+    const requestIds = (type: string) => of(type).map((e) => e.data.request_id).sort();
+    assert.deepEqual(requestIds('reactor.invoked'), [...requestIds('reactor.completed'), ...requestIds('reactor.failed')].sort());
+    assert.ok(requestIds('reactor.completed').includes(asyncId));
+    assert.deepEqual(of('token.expired').map((e) => e.data), [{ id: expiring.body.id, type: 'token' }]);
+  });
+
   it('retries a failing endpoint with backoff, records every attempt, then dead-letters', async () => {
     receiver.answer('/fail', () => 500);
     const hook = await webhook('/fail');
