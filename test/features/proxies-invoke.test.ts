@@ -186,6 +186,13 @@ describe('proxy invocation', () => {
       assert.ok(!JSON.stringify(res.body.headers).includes(p.key));
     });
 
+    it('a raw # in the path or query is carried, not taken for a fragment that drops the rest', async () => {
+      const p = await proxy({}, '/hash');
+      const res = await rawRequest(server.url, 'GET', '/proxy/a#b?x=1#2&y=3', { 'svc-proxy-key': p.key, 'svc-api-key': backend.key });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.url, '/hash/a%23b?x=1%232&y=3');
+    });
+
     it('refuses a path that climbs out of the destination path', async () => {
       const p = await proxy({}, '/jail');
       for (const path of ['/a/../b', '/%2e%2e/x', '/a/%2E%2E', '/a/..%5c..']) {

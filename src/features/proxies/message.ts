@@ -68,8 +68,9 @@ export function destinationUrl(destination: string, suffix: string, query: strin
   // `/proxy` alone is destination_url itself, trailing slash and all (`/v1/` and `/v1` may be different
   // resources, and a redirect between them is not followed); a suffix is joined with one slash.
   const basePath = suffix === '' ? base.pathname : base.pathname.replace(/\/$/, '');
-  const search = [base.search.slice(1), query].filter(Boolean).join('&');
-  const target = new URL(`${base.origin}${basePath}${suffix}${search ? `?${search}` : ''}`);
+  // A raw '#' (HTTP parsers let it through) would start a fragment here and drop what follows, query included.
+  const search = [base.search.slice(1), query.replace(/#/g, '%23')].filter(Boolean).join('&');
+  const target = new URL(`${base.origin}${basePath}${suffix.replace(/#/g, '%23')}${search ? `?${search}` : ''}`);
   if (target.origin !== base.origin || !target.pathname.startsWith(basePath)) throw ApiError.field('path', 'does not stay below the destination URL');
   return target.href;
 }
