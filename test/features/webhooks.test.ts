@@ -162,6 +162,33 @@ describe('webhooks API', () => {
     });
   });
 
+  describe('the limit of webhooks per tenant', () => {
+    it('a tenant has at most 100 webhooks, even when they are created concurrently', async () => {
+      const other = await createOtherTenant(server);
+      const make = async () => {
+        const res = await call(server, 'POST', '/webhooks', { key: other.api_key, body: HOOK });
+        if (typeof res.body?.secret === 'string') rememberSecret(res.body.secret);
+        return res;
+      };
+      for (let i = 0; i < 90; i++) assert.equal((await make()).status, 201);
+      // Twenty at once for the last ten places: exactly ten get one.
+      const racing = await Promise.all(Array.from({ length: 20 }, make));
+      assert.deepEqual(racing.map((r) => r.status).sort(), [...Array(10).fill(201), ...Array(10).fill(422)]);
+      const refused = racing.find((r) => r.status === 422)!;
+      assert.match(refused.headers.get('content-type') ?? '', /^application\/problem\+json/);
+      assert.match(refused.body.detail, /at most 100 webhooks/);
+      const list = await call(server, 'GET', '/webhooks?size=1', { key: other.api_key });
+      assert.equal(list.body.pagination.total_items, 100);
+
+      // A place freed is a place to take; the other tenant's count is its own.
+      const del = await call(server, 'DELETE', `/webhooks/${list.body.data[0].id}`, { key: other.api_key });
+      assert.equal(del.status, 204);
+      assert.equal((await make()).status, 201);
+      assert.equal((await make()).status, 422);
+      assert.equal((await create(HOOK)).status, 201);
+    });
+  });
+
   describe('GET /webhooks and /webhooks/event-types', () => {
     it('lists the tenant\'s webhooks with offset pagination, without secrets', async () => {
       const { tenant_id: otherTenant, api_key: otherKey } = await createOtherTenant(server);

@@ -15,7 +15,7 @@ export function registerWebhookRoutes(app: FastifyInstance, webhooks: WebhookSer
 
   r.post('/webhooks', {
     config: { access: { permissions: ['webhook:create'] } },
-    schema: { tags, summary: 'Create a webhook; the response carries its signing secret, shown only here', body: WebhookBody, response: { 201: WebhookSchema, ...problems() } },
+    schema: { tags, summary: 'Create a webhook; the response carries its signing secret, shown only here', body: WebhookBody, response: { 201: WebhookSchema, ...problems(422) } },
   }, async (request, reply) => reply.code(201).send(toWebhookResponse(await webhooks.create(principalOf(request), request.body))));
 
   r.get('/webhooks', {

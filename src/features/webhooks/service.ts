@@ -12,6 +12,7 @@ import type { Vault } from '../../vault/tenant-keys.ts';
 import type { LogService } from '../logs/service.ts';
 import { ALL_EVENTS, MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from './schema.ts';
 import {
+  countWebhooksLocked,
   deleteOldDeliveriesAcrossTenants,
   deleteWebhook,
   insertDeliveryJobsStatement,
@@ -27,6 +28,13 @@ import {
 } from './store.ts';
 
 export const DELIVER_JOB = 'webhook.deliver';
+
+/**
+ * Every event of a tenant becomes one job per subscribed webhook, inserted in the statement
+ * that writes the event, which a group commit shares with other tenants' writes: the cap
+ * bounds what one tenant's token creation can cost everyone's.
+ */
+export const MAX_WEBHOOKS_PER_TENANT = 100;
 
 export type WebhookInput = { name: string; url: string; notify_email?: string | null; events: string[]; status: WebhookStatus };
 export type WebhookView = Webhook & { secret?: string };
@@ -92,6 +100,9 @@ export function createWebhookService(deps: {
       const secret = `whsec_${randomBytes(32).toString('base64')}`;
       const sealed = await vault.encrypt(principal.tenantId, secretAad(id), secret);
       return db.transaction(async (tx) => {
+        if ((await countWebhooksLocked(db, principal.tenantId, tx)) >= MAX_WEBHOOKS_PER_TENANT) {
+          throw ApiError.unprocessable(`A tenant has at most ${MAX_WEBHOOKS_PER_TENANT} webhooks; delete one before creating another.`);
+        }
         const hook = await insertWebhook(
           db,
           principal.tenantId,

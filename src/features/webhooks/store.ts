@@ -54,6 +54,15 @@ export async function insertWebhook(
   return row!;
 }
 
+/**
+ * How many webhooks the tenant has, counted under a lock on the tenant's webhook count held to
+ * the end of `tx`: of concurrent creations, each counts after the one before has committed.
+ */
+export async function countWebhooksLocked(db: Database, tenantId: string, tx: Tx): Promise<number> {
+  await db.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`webhooks/${tenantId}`], tx);
+  return (await db.one<{ n: number }>(`SELECT count(*) AS n FROM webhooks WHERE tenant_id = $1`, [tenantId], tx))!.n;
+}
+
 export async function findWebhook(db: Database, tenantId: string, id: string, tx?: Tx): Promise<Webhook | undefined> {
   return db.one<Webhook>(`SELECT ${COLUMNS} FROM webhooks WHERE tenant_id = $1 AND id = $2`, [tenantId, id], tx);
 }
