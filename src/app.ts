@@ -97,7 +97,9 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     [DELIVER_JOB]: (job) => webhooks.deliver(job),
     [RUN_JOB]: (job) => reactors.runJob(job),
   };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, metrics };
+  // Webhook deliveries wait for endpoints on their own schedule; other kinds back off exponentially.
+  const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {

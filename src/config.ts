@@ -24,6 +24,8 @@ export type Config = {
   jobRetentionDays: number;
   jobDeadRetentionDays: number;
   webhookMaxAttempts: number;
+  /** Waits before the 2nd, 3rd … delivery attempt of a webhook event, in ms; the last repeats. */
+  webhookRetrySchedule: number[];
   webhookTimeoutMs: number;
   proxyTimeoutMs: number;
   proxyMaxBodyBytes: number;
@@ -85,6 +87,7 @@ export function loadConfig(env: Env = process.env): Config {
     jobRetentionDays: read.int('JOB_RETENTION_DAYS', 7, 1, 3650),
     jobDeadRetentionDays: read.int('JOB_DEAD_RETENTION_DAYS', 30, 1, 3650),
     webhookMaxAttempts: read.int('WEBHOOK_MAX_ATTEMPTS', 8, 1, 50),
+    webhookRetrySchedule: read.durations('WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE, 1, 86_400_000),
     webhookTimeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     proxyTimeoutMs: read.int('PROXY_TIMEOUT_MS', 25_000, 100, 300_000),
     proxyMaxBodyBytes: read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600),
@@ -99,6 +102,23 @@ export function loadConfig(env: Env = process.env): Config {
 
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/**
+ * The waits between webhook delivery attempts: the Standard Webhooks reference schedule, about
+ * 27 hours over 8 attempts, so an endpoint down for a deploy or a night's outage still gets
+ * its events.
+ */
+const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
+
+const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** NaN stands for a part that is not a duration. */
+function parseDurations(list: string): number[] {
+  return list.split(',').map((part) => {
+    const m = /^(\d+)(ms|s|m|h)$/.exec(part.trim());
+    return m ? Number(m[1]) * DURATION_UNITS_MS[m[2]] : Number.NaN;
+  });
 }
 
 class Reader {
@@ -156,6 +176,17 @@ class Reader {
   list(name: string): string[] {
     const raw = this.optional(name);
     return raw === undefined ? [] : raw.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+
+  /** A comma-separated list of durations such as `5s,5m,2h` (units ms, s, m, h), in ms, each from min to max. */
+  durations(name: string, fallback: string, min: number, max: number): number[] {
+    const raw = this.optional(name);
+    const values = parseDurations(raw ?? fallback);
+    if (raw !== undefined && (values.length > 100 || values.some((v) => !(v >= min && v <= max)))) {
+      this.problems.push(`${name} must be a comma-separated list of up to 100 durations such as 5s,5m,2h (units ms, s, m, h), each from ${min} ms to ${max / 3_600_000} h (got "${raw}")`);
+      return parseDurations(fallback);
+    }
+    return values;
   }
 
   databaseUrl(name: string): string | undefined {

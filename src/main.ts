@@ -56,6 +56,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
         leaseMs: config.jobLeaseSeconds * 1000,
         backoffBaseMs: config.jobBackoffBaseMs,
         backoffMaxMs: config.jobBackoffMaxMs,
+        retrySchedules: services.jobRetrySchedules,
       });
       jobs.start();
     }

@@ -208,6 +208,15 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(ceiling / 2 + random() * (ceiling / 2));
 }
 
+/**
+ * The wait before the attempt after `attempt` from a fixed schedule (its last entry repeats),
+ * up to a tenth less, so that jobs that failed together do not all come back at once.
+ */
+export function scheduledDelayMs(attempt: number, schedule: readonly number[], random: () => number = Math.random): number {
+  const wait = schedule[Math.min(attempt, schedule.length) - 1];
+  return Math.round(wait * (0.9 + random() * 0.1));
+}
+
 export type JobRunnerOptions = {
   log: Logger;
   /** How often to look for due jobs when idle. */
@@ -218,6 +227,8 @@ export type JobRunnerOptions = {
   leaseMs?: number;
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /** Kinds that retry on a fixed schedule of waits (ms) instead of the exponential backoff. */
+  retrySchedules?: Record<string, readonly number[]>;
   /** How long stop() waits for running handlers before leaving them to their leases. */
   stopTimeoutMs?: number;
 };
@@ -233,6 +244,7 @@ export class JobRunner {
   private readonly leaseMs: number;
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
+  private readonly retrySchedules: Record<string, readonly number[]>;
   private readonly stopTimeoutMs: number;
   private readonly inFlight = new Set<Promise<void>>();
   private loop: Promise<void> | undefined;
@@ -249,6 +261,7 @@ export class JobRunner {
     this.leaseMs = opts.leaseMs ?? 60_000;
     this.backoffBaseMs = opts.backoffBaseMs ?? 1000;
     this.backoffMaxMs = opts.backoffMaxMs ?? 3_600_000;
+    this.retrySchedules = opts.retrySchedules ?? {};
     this.stopTimeoutMs = opts.stopTimeoutMs ?? 15_000;
   }
 
@@ -346,7 +359,8 @@ export class JobRunner {
       }
       const message = describe(failure);
       const final = failure instanceof PermanentJobError || job.attempts >= job.max_attempts;
-      const delay = final ? null : backoffMs(job.attempts, this.backoffBaseMs, this.backoffMaxMs);
+      const schedule = this.retrySchedules[job.kind];
+      const delay = final ? null : schedule?.length ? scheduledDelayMs(job.attempts, schedule) : backoffMs(job.attempts, this.backoffBaseMs, this.backoffMaxMs);
       await failJob(this.db, ref, this.workerId, message, delay);
       if (final) this.log.error({ ...context, err: message }, 'job dead-lettered');
       else this.log.warn({ ...context, err: message, retry_in_ms: delay }, 'job failed; will retry');

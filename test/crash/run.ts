@@ -150,6 +150,7 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
       JOB_LEASE_SECONDS: '3',
       JOB_BACKOFF_BASE_MS: '100',
       JOB_BACKOFF_MAX_MS: '1000',
+      WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,400ms,1s',
       WEBHOOK_TIMEOUT_MS: '5000',
     },
   });

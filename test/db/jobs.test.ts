@@ -16,6 +16,7 @@ import {
   findJob,
   JobRunner,
   PermanentJobError,
+  scheduledDelayMs,
   sweepJobs,
   type ClaimedJob,
   type Job,
@@ -133,6 +134,40 @@ describe('jobs queue', () => {
     for (let attempt = 1; attempt < 30; attempt++) {
       const d = backoffMs(attempt, 1000, 3_600_000);
       assert.ok(d >= Math.min(3_600_000, 1000 * 2 ** (attempt - 1)) / 2 && d <= 3_600_000);
+    }
+  });
+
+  it('a fixed schedule gives each attempt its wait, up to a tenth less, and repeats its last', () => {
+    const schedule = [5000, 300_000, 36_000_000];
+    assert.equal(scheduledDelayMs(1, schedule, () => 1), 5000);
+    assert.equal(scheduledDelayMs(1, schedule, () => 0), 4500);
+    assert.equal(scheduledDelayMs(2, schedule, () => 1), 300_000);
+    assert.equal(scheduledDelayMs(3, schedule, () => 1), 36_000_000);
+    assert.equal(scheduledDelayMs(7, schedule, () => 0.5), 34_200_000, 'the last wait repeats');
+  });
+
+  it('kinds with a retry schedule follow it; the others back off exponentially', async () => {
+    const scheduled = kind('scheduled');
+    const other = kind('exponential');
+    const fail = async () => {
+      throw new Error('down');
+    };
+    const runner = new JobRunner(db, { [scheduled]: fail, [other]: fail }, {
+      log,
+      pollMs: 10,
+      backoffBaseMs: 100,
+      backoffMaxMs: 100,
+      retrySchedules: { [scheduled]: [60_000] },
+    });
+    runner.start();
+    try {
+      const a = await enqueue(db, tenantId, scheduled, {});
+      const b = await enqueue(db, tenantId, other, {});
+      await until(async () => (await job(a)).attempts === 1 && (await job(b)).attempts >= 2, 10_000, 'both failed');
+      const waited = (await job(a)).run_at.getTime() - Date.now();
+      assert.ok(waited > 50_000 && waited <= 60_000, `the scheduled kind waits its minute (${waited} ms left)`);
+    } finally {
+      await runner.stop();
     }
   });
 

@@ -50,8 +50,7 @@ describe('webhook delivery', () => {
     server = await startTestServer({
       OUTBOUND_ALLOWLIST: '127.0.0.1',
       JOB_POLL_MS: '20',
-      JOB_BACKOFF_BASE_MS: '50',
-      JOB_BACKOFF_MAX_MS: '200',
+      WEBHOOK_RETRY_SCHEDULE: '50ms,150ms',
       WEBHOOK_MAX_ATTEMPTS: '3',
       WEBHOOK_TIMEOUT_MS: '500',
     });
@@ -206,9 +205,9 @@ describe('webhook delivery', () => {
     assert.equal(reqs.length, 3);
     assert.equal(new Set(reqs.map((r) => r.headers['webhook-id'])).size, 1, 'every retry carries the same webhook-id');
     for (const r of reqs) verify(hook.secret, r.headers, r.body);
-    // Backoff: at least half of 50 ms, then half of 100 ms.
-    assert.ok(reqs[1].at - reqs[0].at >= 20, `first wait ${reqs[1].at - reqs[0].at} ms`);
-    assert.ok(reqs[2].at - reqs[1].at >= 45, `second wait ${reqs[2].at - reqs[1].at} ms`);
+    // WEBHOOK_RETRY_SCHEDULE: at least nine tenths of 50 ms, then of 150 ms.
+    assert.ok(reqs[1].at - reqs[0].at >= 45, `first wait ${reqs[1].at - reqs[0].at} ms`);
+    assert.ok(reqs[2].at - reqs[1].at >= 135, `second wait ${reqs[2].at - reqs[1].at} ms`);
 
     const list = await deliveries(hook.id);
     assert.deepEqual(list.data.map((d) => d.attempt), [3, 2, 1], 'newest first');
@@ -326,9 +325,34 @@ describe('webhook delivery', () => {
     assert.equal((await deliveries(hook.id)).pagination.total_items, 0);
   });
 
+  it('by default a failed delivery waits 5 s, the first step of the Standard Webhooks schedule', async () => {
+    // A server of its own with the default WEBHOOK_RETRY_SCHEDULE.
+    const plain = await startTestServer({ JOB_POLL_MS: '20', OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    const db = new pg.Client({ connectionString: plain.config.databaseUrl });
+    await db.connect();
+    try {
+      receiver.answer('/down', () => 503);
+      const hookRes = await call(plain, 'POST', '/webhooks', { key: plain.key, body: { name: 'down', url: receiver.url('/down'), events: ['token.created'] } });
+      assert.equal(hookRes.status, 201, hookRes.text);
+      rememberSecret(hookRes.body.secret);
+      const app = await createApplication(plain, { name: 'd', type: 'private', rules: [{ priority: 1, container: '/', permissions: ['token:create'] }] });
+      assert.equal((await call(plain, 'POST', '/tokens', { key: app.key, body: { type: 'token', data: 'x' } })).status, 201);
+      const job = await until(async () => {
+        const [j] = (await db.query(`SELECT attempts, status, run_at FROM jobs WHERE payload->>'webhook_id' = $1`, [hookRes.body.id])).rows;
+        return j?.attempts === 1 && j.status === 'pending' && j;
+      }, 'the first attempt failed');
+      const failedAt = receiver.at('/down')[0].at;
+      const wait = job.run_at.getTime() - failedAt;
+      assert.ok(wait >= 4400 && wait <= 5200, `the retry is due ${wait} ms after the failed attempt`);
+    } finally {
+      await db.end();
+      await plain.stop();
+    }
+  });
+
   it('records a blocked destination when a host name resolves to an internal address', async () => {
     // A server of its own without OUTBOUND_ALLOWLIST: loopback is off limits there.
-    const blocked = await startTestServer({ JOB_POLL_MS: '20', JOB_BACKOFF_BASE_MS: '50', JOB_BACKOFF_MAX_MS: '100', WEBHOOK_MAX_ATTEMPTS: '2' });
+    const blocked = await startTestServer({ JOB_POLL_MS: '20', WEBHOOK_RETRY_SCHEDULE: '50ms', WEBHOOK_MAX_ATTEMPTS: '2' });
     try {
       const hookRes = await call(blocked, 'POST', '/webhooks', {
         key: blocked.key,

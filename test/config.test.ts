@@ -1,0 +1,22 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('WEBHOOK_RETRY_SCHEDULE', () => {
+  it('defaults to the Standard Webhooks schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
+    const s = 1000;
+    const m = 60 * s;
+    const h = 60 * m;
+    assert.deepEqual(loadConfig({}).webhookRetrySchedule, [5 * s, 5 * m, 30 * m, 2 * h, 5 * h, 10 * h, 10 * h]);
+  });
+
+  it('takes durations in ms, s, m and h, spaces allowed', () => {
+    assert.deepEqual(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '50ms, 2s,1m ,24h' }).webhookRetrySchedule, [50, 2000, 60_000, 86_400_000]);
+  });
+
+  it('refuses anything else, naming the setting', () => {
+    for (const bad of ['5', '5 s', '1d', '0ms', '25h', '5s,,5m', '-5s', '1.5s', Array.from({ length: 101 }, () => '1s').join(',')]) {
+      assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: bad }), (err: unknown) => err instanceof ConfigError && /WEBHOOK_RETRY_SCHEDULE/.test(err.message), bad);
+    }
+  });
+});
