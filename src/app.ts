@@ -53,7 +53,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   // The one guarded client for every outbound call (webhooks, proxies, reactor fetch); closed by main.
   const outbound = new OutboundClient({ allowlist: config.outboundAllowlist });
   const webhooks = createWebhookService({ db, vault, logs, outbound, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs });
-  const events = createEventService({ groupCommit, subscriber: (cte) => webhooks.deliveriesFor(cte) });
+  const events = createEventService({ db, groupCommit, subscriber: (cte) => webhooks.deliveriesFor(cte) });
   // Keys need "does this application exist?"; applications need keys. The closure breaks the cycle.
   let applications: ApplicationService;
   const keys = createApplicationKeyService({ db, logs, notifier, requireApplication: (p, id) => applications.get(p, id) });

@@ -25,6 +25,8 @@ export function startSweeper(
     ['finished jobs', () => sweepJobs(db, { doneDays: config.jobRetentionDays, deadDays: config.jobDeadRetentionDays })],
     // Delivery records explain dead-lettered deliveries, so they are kept as long as dead jobs.
     ['webhook deliveries', () => services.webhooks.sweepDeliveries(config.jobDeadRetentionDays)],
+    // Events are what the delivery records name: kept as long.
+    ['events', () => services.events.sweep(config.jobDeadRetentionDays)],
     // An async reactor result is fetched soon after it completes; it lives as long as finished jobs.
     ['reactor results', () => services.reactors.sweepResults(config.jobRetentionDays)],
   ];

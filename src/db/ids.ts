@@ -33,3 +33,12 @@ export function uuidv7(): string {
   const h = b.toString('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
+
+/**
+ * The smallest UUIDv7 of millisecond `ms`: every id made before `ms` sorts below it, every id
+ * made at or after it does not. Bounds a primary-key range scan by age.
+ */
+export function uuidv7Floor(ms: number): string {
+  const h = Math.max(0, Math.floor(ms)).toString(16).padStart(12, '0').slice(-12);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-0000-0000-000000000000`;
+}

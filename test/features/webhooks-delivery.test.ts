@@ -7,6 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
+import { uuidv7Floor } from '../../src/db/ids.ts';
 import { call, createApplication, createOtherTenant } from '../helpers/http.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -313,6 +314,19 @@ describe('webhook delivery', () => {
     assert.equal(receiver.at('/gone').length, 1);
     const left = await sql.query(`SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1`, [doomed.id]);
     assert.equal(left.rows[0].n, 0, 'its delivery records went with it');
+  });
+
+  it('the sweep deletes events past their retention and keeps the rest', async () => {
+    const token = await createToken();
+    const mine = async () => (await sql.query(`SELECT id FROM events WHERE entity_id = $1`, [token.id])).rows.map((r) => r.id as string);
+    assert.equal((await mine()).length, 1);
+    // An event of 31 days ago, as the sweep sees age: by the time in its UUIDv7 id.
+    const old = uuidv7Floor(Date.now() - 31 * 86_400_000).replace(/0000-0000-000000000000$/, '7000-8000-000000000001');
+    await sql.query(`INSERT INTO events (id, tenant_id, type, entity_id, payload) VALUES ($1, $2, 'token.created', $3, '{}')`, [old, server.tenantId, token.id]);
+    assert.equal((await mine()).length, 2);
+    assert.ok((await server.running.services.events.sweep(30)) >= 1);
+    assert.deepEqual((await mine()).filter((id) => id === old), [], 'the old event is gone');
+    assert.equal((await mine()).length, 1, 'the fresh one is kept');
   });
 
   it('the sweep deletes delivery records past their retention', async () => {

@@ -1,7 +1,7 @@
-import type { Tx } from '../../db/database.ts';
+import type { Database, Tx } from '../../db/database.ts';
 import type { GroupCommit, Item, Statement } from '../../db/group-commit.ts';
-import { uuidv7 } from '../../db/ids.ts';
-import { insertEventsStatement } from './store.ts';
+import { uuidv7, uuidv7Floor } from '../../db/ids.ts';
+import { deleteEventsBefore, insertEventsStatement } from './store.ts';
 
 export type EventService = ReturnType<typeof createEventService>;
 
@@ -23,8 +23,8 @@ export type EventSubscriber = (eventsCte: string) => Statement;
  * neither is lost nor sent for a change that rolled back. Payloads never carry token data.
  * Events with no transaction of their own are group-committed (src/db/group-commit.ts).
  */
-export function createEventService(deps: { groupCommit: GroupCommit; subscriber?: EventSubscriber }) {
-  const { groupCommit, subscriber } = deps;
+export function createEventService(deps: { db: Database; groupCommit: GroupCommit; subscriber?: EventSubscriber }) {
+  const { db, groupCommit, subscriber } = deps;
   const eventTable = groupCommit.table<TenantEvent>('events', { insert: insertEventsStatement, follow: subscriber });
 
   function item(tenantId: string, type: string, entityId: string | null, payload: Record<string, unknown>): Item {
@@ -39,5 +39,13 @@ export function createEventService(deps: { groupCommit: GroupCommit; subscriber?
 
     /** The event as an item of a larger group-committed write (a token with its token.created). */
     item,
+
+    /**
+     * Deletes events older than `days`. Nothing reads them back (a delivery job carries its
+     * event), so they are a record for operators, kept as long as the delivery records.
+     */
+    sweep(days: number): Promise<number> {
+      return deleteEventsBefore(db, uuidv7Floor(Date.now() - days * 86_400_000));
+    },
   };
 }

@@ -1,3 +1,4 @@
+import type { Database } from '../../db/database.ts';
 import type { Statement } from '../../db/group-commit.ts';
 
 /**
@@ -20,4 +21,18 @@ export function insertEventsStatement(
       events.map((e) => e.created_at),
     ],
   };
+}
+
+/**
+ * Deletes the events (any tenants) whose id sorts below `boundaryId`: event ids are UUIDv7, so
+ * that is every event made before its instant, found through the primary key. In batches, so
+ * no one statement holds a large table for long.
+ */
+export async function deleteEventsBefore(db: Database, boundaryId: string): Promise<number> {
+  let deleted = 0;
+  for (;;) {
+    const rows = await db.query(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id < $1 LIMIT 5000) RETURNING id`, [boundaryId]);
+    deleted += rows.length;
+    if (rows.length < 5000) return deleted;
+  }
 }

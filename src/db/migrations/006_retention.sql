@@ -1,0 +1,4 @@
+-- The retention sweep deletes delivery records by age (JOB_DEAD_RETENTION_DAYS): without an
+-- index on it, every sweep read the whole table. (Events are swept through their primary
+-- key, whose UUIDv7 ids sort by time, so their inserts pay for no index of their own.)
+CREATE INDEX webhook_deliveries_age ON webhook_deliveries (created_at);
