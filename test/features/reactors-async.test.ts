@@ -337,7 +337,8 @@ describe('asynchronous reactor runs', () => {
 
     it('a callback_url the guarded client refuses is a 400 on body.callback_url, and nothing is queued', async () => {
       const id = await reactor(`module.exports = async () => ({});`);
-      for (const url of ['http://10.0.0.1/', 'http://169.254.169.254/latest', 'not a url', 'ftp://example.com/x', 'http://user:pw@example.com/']) {
+      const spaced = [' https://hooks.example.com/x', 'https://hooks.exa\tmple.com/x', 'https://hooks.example.com/x\n', 'https://hooks.example.com/a b'];
+      for (const url of ['http://10.0.0.1/', 'http://169.254.169.254/latest', 'not a url', 'ftp://example.com/x', 'http://user:pw@example.com/', ...spaced]) {
         const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { callback_url: url } });
         assertProblem(res, 400);
         assert.ok(res.body.errors?.['body.callback_url'], `${url}: ${res.text}`);

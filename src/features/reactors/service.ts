@@ -425,15 +425,21 @@ export function createReactorService(deps: {
     /** react-async, and react with the deprecated callback_url: a job runs it; the result is kept. */
     async reactAsync(principal: Principal, id: string, args: unknown, callbackUrl?: string): Promise<string> {
       const reactor = await live(principal, id);
+      let target: string | undefined;
       if (callbackUrl) {
+        // The URL parser drops tabs and line breaks anywhere ("hooks.exa\tmple.com" is
+        // hooks.example.com): a URL holding them names one host and would call another.
+        if (/[\u0000-\u0020\u007f]/.test(callbackUrl)) {
+          throw ApiError.field('body.callback_url', 'must not contain spaces, tabs, line breaks or other control characters');
+        }
         try {
-          outbound.validateUrl(callbackUrl);
+          target = outbound.validateUrl(callbackUrl).href;
         } catch (err) {
           if (err instanceof OutboundError) throw ApiError.field('body.callback_url', err.message);
           throw err;
         }
       }
-      return accept(principal, reactor, args, callbackUrl);
+      return accept(principal, reactor, args, target);
     },
 
     /** pending → undefined; completed → the Reactor Response; failed → the translated problem (thrown). */
