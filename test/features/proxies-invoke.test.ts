@@ -178,6 +178,16 @@ describe('proxy invocation', () => {
       assert.equal((await invoke(bare.key, 'GET', '/x/')).body.url, '/bare/x/');
     });
 
+    it('a destination_url stored normalised still goes where it was written to, slash and query kept', async () => {
+      const p = await proxy({ destination_url: `HTTP:///127.0.0.1:${dest.port}/Norm/?fixed=1` });
+      assert.equal((await call(server, 'GET', `/proxies/${p.id}`, { key: server.key })).body.destination_url, `${dest.url('/Norm/')}?fixed=1`);
+      assert.equal((await invoke(p.key, 'GET')).body.url, '/Norm/?fixed=1');
+      assert.equal((await invoke(p.key, 'GET', '/x?y=2')).body.url, '/Norm/x?fixed=1&y=2');
+      const bare = await proxy({ destination_url: `http://127.0.0.1:${dest.port}\\Bare` });
+      assert.equal((await invoke(bare.key, 'GET')).body.url, '/Bare');
+      assert.equal((await invoke(bare.key, 'GET', '/x')).body.url, '/Bare/x');
+    });
+
     it('takes the proxy key from the svc-proxy-key query parameter and never forwards it', async () => {
       const p = await proxy({}, '/query');
       const res = await call(server, 'GET', `/proxy/a?svc-proxy-key=${encodeURIComponent(p.key)}&b=2`, { key: backend.key });

@@ -105,11 +105,39 @@ describe('proxies API', () => {
         assertInvalid(await create({ ...PROXY, destination_url: url }), 'body.destination_url');
       }
       assertInvalid(await create({ ...PROXY, destination_url: 'http://127.0.0.1:8080/' }), 'body.destination_url');
+      // The URL parser drops these silently: the stored URL would name one host and call another.
+      for (const url of [` ${PROXY.destination_url} `, 'https://api.pro\tcessor.example/v1', `${PROXY.destination_url}\n`, 'https://api.processor.example/a b', 'https://api.processor\r\n.example/']) {
+        assertInvalid(await create({ ...PROXY, destination_url: url }), 'body.destination_url');
+      }
+      // Within 2048 characters as sent, over it once percent-encoded.
+      assertInvalid(await create({ ...PROXY, destination_url: `https://api.processor.example/${'é'.repeat(1000)}` }), 'body.destination_url');
       assertInvalid(await create({ ...PROXY, require_auth: 'yes' }), 'body.require_auth');
       assertInvalid(await create({ ...PROXY, configuration: { A: 1 } }), 'body.configuration.A');
       const big = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`K${i}`, 'v'.repeat(10_000)]));
       assertInvalid(await create({ ...PROXY, configuration: big }), 'body.configuration');
       assertInvalid(await create({ ...PROXY, unknown: 1 }), 'body.unknown');
+    });
+
+    it('stores and shows destination_url normalised: the URL invocations go to', async () => {
+      const cases: [string, string][] = [
+        ['https:///api.processor.example/v1', 'https://api.processor.example/v1'],
+        ['HTTPS://API.Processor.Example:443', 'https://api.processor.example/'],
+        ['http:api.processor.example/in?q=1', 'http://api.processor.example/in?q=1'],
+        ['https://api.processor.example\\v1\\', 'https://api.processor.example/v1/'],
+        ['https://präfix.example/ä?q=ü', 'https://xn--prfix-hra.example/%C3%A4?q=%C3%BC'],
+        // Already normalised: kept as written, trailing slash or none, query and all.
+        ['https://api.processor.example/v1', 'https://api.processor.example/v1'],
+        ['https://api.processor.example/v1/?merchant=7&x=a%20b', 'https://api.processor.example/v1/?merchant=7&x=a%20b'],
+      ];
+      for (const [given, stored] of cases) {
+        const p = await created({ ...PROXY, destination_url: given });
+        assert.equal(p.destination_url, stored, given);
+        assert.equal((await call(server, 'GET', `/proxies/${p.id}`, { key: server.key })).body.destination_url, stored);
+        const put = await call(server, 'PUT', `/proxies/${p.id}`, { key: server.key, body: { ...PROXY, destination_url: given } });
+        assert.equal(put.body.destination_url, stored, `PUT ${given}`);
+        assert.equal((await patch(p.id, { destination_url: given })).status, 204);
+        assert.equal((await call(server, 'GET', `/proxies/${p.id}`, { key: server.key })).body.destination_url, stored, `PATCH ${given}`);
+      }
     });
 
     it('validates transforms at write time', async () => {

@@ -6,7 +6,12 @@ export const RESPONSE_TRANSFORM_TYPES = ['code', 'mask'] as const;
 export const MASK_MATCHERS = ['regex', 'chase_stratus_pan'] as const;
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
-const DestinationUrl = Type.String({ minLength: 1, maxLength: 2048, description: 'Absolute http(s) URL; the path and query of each invocation are appended to it' });
+export const MAX_URL_LENGTH = 2048;
+const DestinationUrl = Type.String({
+  minLength: 1,
+  maxLength: MAX_URL_LENGTH,
+  description: 'Absolute http(s) URL; the path and query of each invocation are appended to it; stored and returned normalised',
+});
 // The sandbox refuses code longer than this; refusing it here names the field.
 const Code = Type.String({ minLength: 1, maxLength: 50_000, description: 'CommonJS: module.exports = async function (req) { … }' });
 

@@ -43,7 +43,7 @@ import {
   withoutHopByHop,
 } from './message.ts';
 import { TokenBuckets } from './rate-limit.ts';
-import { ProxyBody, type ProxyInput } from './schema.ts';
+import { MAX_URL_LENGTH, ProxyBody, type ProxyInput } from './schema.ts';
 import {
   deleteProxy,
   findProxy,
@@ -142,13 +142,7 @@ export function createProxyService(deps: {
   /** Rules beyond the schema; returns what the row stores. */
   async function validate(principal: Principal, input: ProxyInput) {
     const errors = new FieldErrorList();
-    try {
-      outbound.validateUrl(input.destination_url);
-    } catch (err) {
-      if (!(err instanceof OutboundError)) throw err;
-      // The client's messages name at most the host and are written to be shown to callers.
-      errors.add('body.destination_url', err.code === 'blocked_address' ? `must not point to an internal address: ${err.message}` : err.message);
-    }
+    const destination_url = checkUrl(input.destination_url, errors);
     const tooLarge = configurationTooLarge(input.configuration);
     if (tooLarge) errors.add('body.configuration', tooLarge);
     const request_transform: RequestTransform | null = input.request_transform ? { code: input.request_transform.code } : null;
@@ -167,13 +161,39 @@ export function createProxyService(deps: {
     errors.throwIfAny();
     return {
       name: input.name,
-      destination_url: input.destination_url,
+      destination_url,
       require_auth: input.require_auth,
       request_transform,
       response_transform,
       application_id,
       configuration: input.configuration ?? null,
     };
+  }
+
+  /**
+   * Only where the URL points is checked here; what its name resolves to is checked on every
+   * invocation. The answer is the URL as the client parses it, which is where invocations go:
+   * stored and shown that way, the proxy never names one host and calls another
+   * (`https:///x` is `https://x/`).
+   */
+  function checkUrl(url: string, errors: FieldErrorList): string {
+    // The URL parser silently drops tabs and newlines anywhere and spaces at either end
+    // ("api.exa\tmple.com" is api.example.com): a URL holding them is a mistake to name.
+    if (/[\u0000-\u0020\u007f]/.test(url)) {
+      errors.add('body.destination_url', 'must not contain spaces, tabs, line breaks or other control characters');
+      return url;
+    }
+    try {
+      const href = outbound.validateUrl(url).href;
+      // Normalising can lengthen it (an internationalised host, percent-encoded characters).
+      if (href.length > MAX_URL_LENGTH) errors.add('body.destination_url', `must be at most ${MAX_URL_LENGTH} characters once normalised`);
+      return href;
+    } catch (err) {
+      if (!(err instanceof OutboundError)) throw err;
+      // The client's messages name at most the host and are written to be shown to callers.
+      errors.add('body.destination_url', err.code === 'blocked_address' ? `must not point to an internal address: ${err.message}` : err.message);
+      return url;
+    }
   }
 
   function checkCode(code: string, field: string, errors: FieldErrorList): void {
