@@ -76,7 +76,25 @@ export function loadKeyring(cofferKeys: string | undefined, dataDir: string, log
       fs.rmSync(temp, { force: true });
     }
   }
+  restrictKeyFile(file, log);
   return new LocalKeyring(parseKeys(fs.readFileSync(file, 'utf8').trim().split('\n').join(',')));
+}
+
+/**
+ * The key file must be readable by its owner alone. One found readable by others (copied
+ * in, restored from a backup, made by hand) is narrowed to 0600, and the operator told that
+ * its keys may have been read: rotating to a new KEK is the remedy for that, not the chmod.
+ */
+function restrictKeyFile(file: string, log: Logger): void {
+  const mode = fs.statSync(file).mode & 0o777;
+  if ((mode & 0o077) === 0) return;
+  const was = `0${mode.toString(8)}`;
+  try {
+    fs.chmodSync(file, 0o600);
+  } catch (err) {
+    throw new Error(`the key file ${file} is readable by others (mode ${was}) and could not be made 0600: ${(err as Error).message}`);
+  }
+  log.warn({ file, mode: was }, 'the key file was readable by others: made it 0600; its keys may have been read, consider rotating to a new KEK');
 }
 
 export function parseKeys(spec: string): { id: string; key: Buffer }[] {

@@ -239,6 +239,37 @@ describe('loadKeyring', () => {
     }
   });
 
+  for (const loose of [0o644, 0o640, 0o604, 0o666]) {
+    it(`narrows an existing key file of mode 0${loose.toString(8)} to 0600 and warns, without logging the key`, () => {
+      const dataDir = tempDir();
+      const file = path.join(dataDir, 'keys');
+      fs.writeFileSync(file, `a:${b64(k1)}\n`);
+      fs.chmodSync(file, loose);
+      const { log, lines } = capturingLogger();
+      const ring = loadKeyring(undefined, dataDir, log);
+      assert.equal(ring.currentId, 'a');
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      const warnings = lines.filter((l) => l.level === 40);
+      assert.equal(warnings.length, 1);
+      assert.match(String(warnings[0].msg), /readable by others/);
+      assert.equal(warnings[0].mode, `0${loose.toString(8)}`);
+      assert.ok(!JSON.stringify(lines).includes(b64(k1)));
+      // Once narrowed, a later start says nothing.
+      loadKeyring(undefined, dataDir, log);
+      assert.equal(lines.filter((l) => l.level === 40).length, 1);
+    });
+  }
+
+  it('leaves a key file of mode 0400 as it is', () => {
+    const dataDir = tempDir();
+    const file = path.join(dataDir, 'keys');
+    fs.writeFileSync(file, `a:${b64(k1)}\n`, { mode: 0o400 });
+    const { log, lines } = capturingLogger();
+    loadKeyring(undefined, dataDir, log);
+    assert.equal(fs.statSync(file).mode & 0o777, 0o400);
+    assert.equal(lines.length, 0);
+  });
+
   it('reads a key file of several lines, newest first', () => {
     const dataDir = tempDir();
     fs.writeFileSync(path.join(dataDir, 'keys'), `b:${b64(k2)}\na:${b64(k1)}\n`, { mode: 0o600 });
