@@ -47,7 +47,13 @@ export class LocalKeyring implements KekProvider {
   unwrap(kekId: string, wrapped: Buffer, aad: Buffer): Buffer {
     const kek = this.keys.get(kekId);
     if (!kek) throw new Error(`data key is wrapped by KEK "${kekId}", which is not in the keyring (COFFER_KEYS)`);
-    return open(kek, wrapped, aad);
+    try {
+      return open(kek, wrapped, aad);
+    } catch {
+      // GCM says only "unable to authenticate data": name the key, the likely cause being
+      // a COFFER_KEYS entry whose id is right but whose key is not.
+      throw new Error(`KEK "${kekId}" does not open a data key wrapped under that id: is the key given for "${kekId}" in COFFER_KEYS the right one?`);
+    }
   }
 }
 

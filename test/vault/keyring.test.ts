@@ -95,8 +95,13 @@ describe('LocalKeyring', () => {
     assert.ok(!byNew.wrapped.includes(material), 'the wrapped key does not contain the key');
     assert.throws(() => oldOnly.unwrap('new', byNew.wrapped, aad), /wrapped by KEK "new", which is not in the keyring/);
     // Right id, wrong key material: authentication fails rather than yielding garbage.
+    // The error names the key id, since that is what the operator has to check.
     const impostor = new LocalKeyring(parseKeys(`new:${b64(k1)}`));
-    assert.throws(() => impostor.unwrap('new', byNew.wrapped, aad));
+    assert.throws(() => impostor.unwrap('new', byNew.wrapped, aad), (err: Error) => {
+      assert.match(err.message, /KEK "new" does not open a data key wrapped under that id/);
+      assert.ok(!err.message.includes(b64(k1)) && !err.message.includes(b64(k2)), err.message);
+      return true;
+    });
   });
 });
 
