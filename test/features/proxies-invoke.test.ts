@@ -433,6 +433,26 @@ describe('proxy invocation', () => {
       assertProxyError(await invoke(p.key, 'POST', '', { key: null, raw: `{{ ${cardToken} }}`, contentType: 'text/plain' }), 400);
     });
 
+    it('an anonymous proxy whose application has expired says so (403), not that it has none', async () => {
+      const expiresAt = Date.now() + 1500;
+      const app = await createApplication(server, {
+        name: 'expiring',
+        type: 'private',
+        expires_at: new Date(expiresAt).toISOString(),
+        rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }],
+      });
+      const p = await proxy({ require_auth: false, application: { id: app.id } }, '/anon-expiring');
+      const body = { n: `{{ ${cardToken} | json: '$.number' }}` };
+      assert.deepEqual(JSON.parse((await invoke(p.key, 'POST', '', { key: null, body })).body.body), { n: PAN });
+      await new Promise((r) => setTimeout(r, expiresAt - Date.now() + 250));
+      const expired = await invoke(p.key, 'POST', '', { key: null, body });
+      assertProxyError(expired, 403, /application has expired/);
+      assert.doesNotMatch(expired.body.proxy_error.detail, /no application/);
+      assert.equal(dest.at('/anon-expiring').length, 1, 'nothing forwarded once expired');
+      // Plain bodies need no application: they are still forwarded.
+      assert.equal((await invoke(p.key, 'POST', '', { key: null, body: { plain: true } })).status, 200);
+    });
+
     it('rate limits anonymous callers per proxy key and address with 429 and Retry-After', async () => {
       const p = await proxy({ require_auth: false }, '/rate');
       const statuses: number[] = [];

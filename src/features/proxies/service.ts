@@ -331,13 +331,11 @@ export function createProxyService(deps: {
    * Returns the bytes to forward and, for JSON, the parsed value (for the transform).
    * A compressed body is bytes: its '{{' would be chance, so it is forwarded as it came.
    */
-  async function detokenizeBody(principal: Principal | undefined, contentType: string | undefined, contentEncoding: string | undefined, body: Buffer | undefined) {
+  async function detokenizeBody(entry: Live, principal: Principal | undefined, contentType: string | undefined, contentEncoding: string | undefined, body: Buffer | undefined) {
     const kind = isEncoded(contentEncoding) ? 'binary' : bodyKind(contentType);
     if (!body || body.length === 0 || kind === 'binary' || !mayHoldExpressions(body, kind)) return { body, kind };
     const detokenized = async (value: unknown): Promise<unknown> => {
-      if (!principal) {
-        throw ApiError.field('body', 'holds detokenization expressions, but this proxy has no application to detokenize them with (anonymous proxies use their application\'s permissions)');
-      }
+      if (!principal) throw noDetokenizer(entry);
       return detokenize.detokenize(principal, value, 'token:use', 'body');
     };
     if (kind === 'json') {
@@ -524,7 +522,7 @@ export function createProxyService(deps: {
         headers.connection = connection;
       }
       const bodyless = inv.method === 'GET';
-      const prepared = await detokenizeBody(principal, header(inv.headers, 'content-type'), header(inv.headers, 'content-encoding'), bodyless ? undefined : inv.body);
+      const prepared = await detokenizeBody(entry, principal, header(inv.headers, 'content-type'), header(inv.headers, 'content-encoding'), bodyless ? undefined : inv.body);
       let body = prepared.body;
 
       const requestTransform = entry.row.request_transform;
@@ -556,6 +554,19 @@ function secretAad(proxyId: string): string {
 
 function noSuchProxy(): ApiError {
   return new ApiError(404, 'No proxy matches this proxy key.');
+}
+
+/**
+ * Why an anonymous proxy cannot detokenize. An application id that no longer finds a live
+ * application is one that expired (a deleted one clears the id; the sweep then deletes the
+ * expired one too): the caller did nothing wrong and cannot fix it, so it is a 403 that says so,
+ * for the caller to pass on to the proxy's owner.
+ */
+function noDetokenizer(entry: Live): ApiError {
+  if (entry.row.application_id) {
+    return ApiError.forbidden('This proxy\'s application has expired, so it cannot detokenize expressions for anonymous callers; the proxy\'s owner must give it another application.');
+  }
+  return ApiError.field('body', 'holds detokenization expressions, but this proxy has no application to detokenize them with (anonymous proxies use their application\'s permissions)');
 }
 
 function transformFailed(what: string, f: SandboxFailure): ApiError {
