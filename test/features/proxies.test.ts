@@ -113,6 +113,9 @@ describe('proxies API', () => {
       assertInvalid(await create({ ...PROXY, destination_url: `https://api.processor.example/${'é'.repeat(1000)}` }), 'body.destination_url');
       assertInvalid(await create({ ...PROXY, require_auth: 'yes' }), 'body.require_auth');
       assertInvalid(await create({ ...PROXY, configuration: { A: 1 } }), 'body.configuration.A');
+      assertInvalid(await create({ ...PROXY, configuration: { '': 'v' } }), 'body.configuration');
+      assertInvalid(await create({ ...PROXY, configuration: { ['K'.repeat(201)]: 'v' } }), 'body.configuration');
+      assert.equal((await create({ ...PROXY, configuration: { ['K'.repeat(200)]: 'v' } })).status, 201);
       const big = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`K${i}`, 'v'.repeat(10_000)]));
       assertInvalid(await create({ ...PROXY, configuration: big }), 'body.configuration');
       assertInvalid(await create({ ...PROXY, unknown: 1 }), 'body.unknown');
@@ -295,6 +298,7 @@ describe('proxies API', () => {
       const p = await created();
       assertInvalid(await patch(p.id, { name: null }), 'body.name');
       assertInvalid(await patch(p.id, { destination_url: 'ftp://x.example/' }), 'body.destination_url');
+      assertInvalid(await patch(p.id, { configuration: { '': 'v' } }), 'body.configuration');
       assertInvalid(await patch(p.id, { response_transform: { type: 'mask', matcher: 'regex', replacement: '*' } }), 'body.response_transform.expression');
       assertInvalid(await patch(p.id, { unknown: 1 }), 'body.unknown');
       const json = await call(server, 'PATCH', `/proxies/${p.id}`, { key: server.key, body: { name: 'x' } });

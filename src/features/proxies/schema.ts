@@ -31,7 +31,10 @@ export const ResponseTransformSchema = Type.Object(
   { additionalProperties: false },
 );
 
-const Configuration = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Type.String({ maxLength: 10_000 }), {
+export const MAX_CONFIGURATION_KEY_LENGTH = 200;
+// TypeBox writes a record's key schema as a catch-all pattern, so ajv never checks these key
+// lengths: the service does (validate). They stay here for the OpenAPI document.
+const Configuration = Type.Record(Type.String({ minLength: 1, maxLength: MAX_CONFIGURATION_KEY_LENGTH }), Type.String({ maxLength: 10_000 }), {
   maxProperties: 100,
   description: 'String map handed to transforms as req.configuration; stored encrypted',
 });
