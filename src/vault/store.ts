@@ -28,6 +28,14 @@ export async function findKeysNotWrappedBy(db: Database, kekId: string, limit: n
   );
 }
 
+/** One tenant key per KEK id in use (any tenant), with how many keys that KEK wraps. */
+export async function findKeySamplePerKek(db: Database): Promise<(TenantKeyRow & { keys: number })[]> {
+  return db.query(
+    `SELECT DISTINCT ON (kek_id) id, tenant_id, purpose, kek_id, wrapped, count(*) OVER (PARTITION BY kek_id)::int AS keys
+     FROM tenant_keys ORDER BY kek_id, id`,
+  );
+}
+
 export async function rewrapKey(db: Database, tenantId: string, id: string, from: string, k: { kek_id: string; wrapped: Buffer }): Promise<boolean> {
   const rows = await db.query(
     `UPDATE tenant_keys SET kek_id = $4, wrapped = $5, rewrapped_at = now() WHERE tenant_id = $1 AND id = $2 AND kek_id = $3 RETURNING id`,

@@ -3,7 +3,7 @@ import type { Database } from '../db/database.ts';
 import { uuidv4 } from '../db/ids.ts';
 import type { Logger } from '../logger.ts';
 import { open, seal, type KekProvider } from './keyring.ts';
-import { findActiveKeys, findKeyById, findKeysNotWrappedBy, insertKeyIfAbsent, rewrapKey, type TenantKeyRow } from './store.ts';
+import { findActiveKeys, findKeyById, findKeySamplePerKek, findKeysNotWrappedBy, insertKeyIfAbsent, rewrapKey, type TenantKeyRow } from './store.ts';
 
 type Loaded = { dataKeyId: string; dataKey: KeyObject; indexKey: KeyObject };
 
@@ -56,8 +56,27 @@ export class Vault {
     };
   }
 
-  /** Re-wraps every tenant key under the keyring's current KEK; safe while the service runs. */
+  /**
+   * Throws unless the keyring opens every tenant key stored: each KEK id they are wrapped
+   * under must be in it (all missing ones are named at once) and must open one of its keys
+   * (a right id with a wrong key). Cheap: one key per KEK id is unwrapped.
+   */
+  async checkKeyring(): Promise<void> {
+    const samples = await findKeySamplePerKek(this.db);
+    const missing = samples.filter((s) => !this.kek.has(s.kek_id));
+    if (missing.length) {
+      const which = missing.map((s) => `${s.keys} tenant keys are wrapped by KEK "${s.kek_id}"`).join('; ');
+      throw new Error(`${which}, which is not in the keyring (COFFER_KEYS): add it back, after the current key`);
+    }
+    for (const sample of samples) this.unwrap(sample);
+  }
+
+  /**
+   * Re-wraps every tenant key under the keyring's current KEK; safe while the service runs.
+   * The keyring is checked first, so a missing or wrong KEK changes nothing.
+   */
   async rotate(log: Logger): Promise<number> {
+    await this.checkKeyring();
     let count = 0;
     for (;;) {
       const rows = await findKeysNotWrappedBy(this.db, this.kek.currentId, 500);
