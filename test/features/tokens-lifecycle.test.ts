@@ -250,6 +250,31 @@ describe('token lifecycle', () => {
     });
   });
 
+  describe('expiry', () => {
+    const status = (code: number) => (err: { status?: number }) => err.status === code;
+
+    it('a token expiring while a transaction runs is unreadable from that instant inside it too', async () => {
+      // Requests under SVC-IDEMPOTENCY-KEY run whole in one transaction, reactor and proxy
+      // code included, so "now" must be the time of each read, not of the transaction's start.
+      const { tokens, authenticator } = server.running.services;
+      const db = server.running.database.db;
+      const principal = await authenticator.authenticate(owner.key);
+      const expires = Date.now() + 1500;
+      const t = await card({ expires_at: new Date(expires).toISOString() });
+      await db.transaction(async () => {
+        assert.equal((await tokens.get(principal, t.id)).data && t.id, t.id, 'readable when the transaction starts');
+        await new Promise((r) => setTimeout(r, Math.max(0, expires - Date.now()) + 150));
+        await assert.rejects(tokens.get(principal, t.id), status(404));
+        await assert.rejects(tokens.resolveForUse(principal, [t.id], 'token:read'), status(400));
+        assert.equal((await tokens.listV2(principal, { id: [t.id], type: [], size: 10 })).data.length, 0);
+        assert.equal((await tokens.list(principal, { id: [t.id], type: [], page: 1, size: 10 })).data.length, 0);
+        await assert.rejects(tokens.update(principal, t.id, { metadata: { a: 'b' } }), status(404));
+        await assert.rejects(tokens.remove(principal, t.id), status(404));
+      });
+      assert.equal((await get(t.id)).status, 404);
+    });
+  });
+
   it('concurrent creates are each written whole: the token, its audit entry, token.created and one delivery per subscribed webhook', async () => {
     const hooks = [];
     for (const events of [['token.created'], ['*'], ['token.deleted']]) {

@@ -26,8 +26,12 @@ export type TokenRow = {
 
 const COLUMNS = `tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
   search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by, created_at, modified_by, modified_at`;
-// An expired token is unreadable from its expiry instant; the sweep deletes it later.
-const LIVE = '(expires_at IS NULL OR expires_at > now())';
+// An expired token is unreadable from its expiry instant; the sweep deletes it later. The
+// instant is the statement's, by the database clock (one clock for every process): now()
+// would be the start of the transaction, and a request under an idempotency key (reactor or
+// proxy code included) runs whole in one, reading tokens that expired since it began.
+const LIVE = '(expires_at IS NULL OR expires_at > statement_timestamp())';
+const EXPIRED = 'expires_at <= statement_timestamp()';
 
 export type NewToken = Omit<TokenRow, 'tenant_id' | 'created_at' | 'modified_by' | 'modified_at'>;
 
@@ -181,12 +185,12 @@ export async function listTokensAfter(
 
 /** The expiry sweep works across tenants; each deletion is tenant-scoped. */
 export async function findExpiredTokensAcrossTenants(db: Database, limit: number): Promise<{ tenant_id: string; id: string }[]> {
-  return db.query(`SELECT tenant_id, id FROM tokens WHERE expires_at <= now() ORDER BY expires_at LIMIT $1`, [limit]);
+  return db.query(`SELECT tenant_id, id FROM tokens WHERE ${EXPIRED} ORDER BY expires_at LIMIT $1`, [limit]);
 }
 
 /** Deletes the token only if it has expired; returns what it deleted. */
 export async function deleteExpiredToken(db: Database, tenantId: string, id: string, tx?: Tx): Promise<{ id: string; type: string } | undefined> {
-  return db.one(`DELETE FROM tokens WHERE tenant_id = $1 AND id = $2 AND expires_at <= now() RETURNING id, type`, [tenantId, id], tx);
+  return db.one(`DELETE FROM tokens WHERE tenant_id = $1 AND id = $2 AND ${EXPIRED} RETURNING id, type`, [tenantId, id], tx);
 }
 
 /** Compiles a parsed search (data values already hashed) to a parameterised condition. */
