@@ -345,6 +345,29 @@ describe('proxy invocation', () => {
       assert.equal(empty.headers.get(DEST_STATUS), '204');
     });
 
+    it('keeps Coffer\'s x-request-id on the answer and returns the destination\'s as SVC-PROXY-DESTINATION-REQUEST-ID', async () => {
+      dest.answer('/reqid', () => ({ headers: { 'content-type': 'text/plain', 'x-request-id': 'dest-req-42' }, body: 'ok' }));
+      const p = await proxy({}, '/reqid');
+      const chosen = await invoke(p.key, 'GET', '', { headers: { 'x-request-id': 'caller-req-7' } });
+      assert.equal(chosen.status, 200, chosen.text);
+      assert.equal(chosen.headers.get('x-request-id'), 'caller-req-7');
+      assert.equal(chosen.headers.get('svc-proxy-destination-request-id'), 'dest-req-42');
+      const generated = await invoke(p.key, 'GET');
+      assert.match(generated.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+      assert.equal(generated.headers.get('svc-proxy-destination-request-id'), 'dest-req-42');
+      // A response transform's headers are the answer's: the same rule.
+      const code = `module.exports = async function (req) { return { body: 't', headers: { ...req.args.headers, 'x-request-id': 'from-transform' } }; };`;
+      const t = await proxy({ response_transform: { code } }, '/reqid');
+      const transformed = await invoke(t.key, 'GET', '', { headers: { 'x-request-id': 'caller-req-8' } });
+      assert.equal(transformed.status, 200, transformed.text);
+      assert.equal(transformed.headers.get('x-request-id'), 'caller-req-8');
+      assert.equal(transformed.headers.get('svc-proxy-destination-request-id'), 'from-transform');
+      // A destination that sends none: Coffer's alone.
+      const none = await invoke((await proxy({}, '/no-reqid')).key, 'GET', '', { headers: { 'x-request-id': 'caller-req-9' } });
+      assert.equal(none.headers.get('x-request-id'), 'caller-req-9');
+      assert.equal(none.headers.get('svc-proxy-destination-request-id'), null);
+    });
+
     it('streams large responses without a size limit', async () => {
       const big = 'x'.repeat(3 * 1024 * 1024);
       dest.answer('/big', () => ({ headers: { 'content-type': 'text/plain' }, body: big }));

@@ -11,6 +11,9 @@ import { RateLimited, type ProxyService, type ProxyView } from './service.ts';
 const tags = ['proxies'];
 const INVOKE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 export const DESTINATION_STATUS = 'svc-proxy-destination-status';
+/** The destination's x-request-id: the name of Coffer's own is taken (see the invoke handler). */
+export const DESTINATION_REQUEST_ID = 'svc-proxy-destination-request-id';
+const REQUEST_ID = 'x-request-id';
 
 export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService, opts: { maxBodyBytes: number }): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
@@ -83,7 +86,11 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
           ip: request.ip,
         });
         reply.code(result.status);
-        for (const [name, value] of Object.entries(result.headers)) reply.header(name, value);
+        // Coffer's request id stays: it is what the caller quotes when reporting a problem. The
+        // destination's (or a response transform's) comes back under a name of its own.
+        for (const [name, value] of Object.entries(result.headers)) if (name !== REQUEST_ID) reply.header(name, value);
+        const theirs = result.headers[REQUEST_ID];
+        if (theirs !== undefined) reply.header(DESTINATION_REQUEST_ID, theirs);
         reply.header(DESTINATION_STATUS, String(result.status));
         return reply.send(result.body);
       },
@@ -116,7 +123,7 @@ function sendProxyError(proxies: ProxyService, err: FastifyError, request: Fasti
     request.log.error({ err: { message: err.message, stack: err.stack, code: err.code } }, 'unhandled error in a proxy invocation');
     error = new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.');
   }
-  for (const name of Object.keys(reply.getHeaders())) if (name !== 'x-request-id') reply.removeHeader(name);
+  for (const name of Object.keys(reply.getHeaders())) if (name !== REQUEST_ID) reply.removeHeader(name);
   if (err instanceof RateLimited) reply.header('retry-after', String(err.retryAfterSeconds));
   return reply
     .code(error.status)
