@@ -273,6 +273,26 @@ describe('token lifecycle', () => {
       });
       assert.equal((await get(t.id)).status, 404);
     });
+
+    it('one sweep deletes every expired token, however many, each with its audit entry and token.expired', async () => {
+      const t = await card();
+      const n = 2500;
+      // Copies of a real row (its ciphertext is never opened), expired a second ago.
+      await sql.query(
+        `INSERT INTO tokens (tenant_id, id, type, ciphertext, data_key_id, containers, expires_at)
+         SELECT tenant_id, 'bulk-expired-' || g, type, ciphertext, data_key_id, containers, statement_timestamp() - interval '1 second'
+         FROM tokens, generate_series(1, $2::int) g WHERE id = $1`,
+        [t.id, n],
+      );
+      assert.ok((await server.running.services.tokens.sweepExpired()) >= n);
+      assert.equal((await sql.query(`SELECT 1 FROM tokens WHERE id LIKE 'bulk-expired-%'`)).rowCount, 0, 'none is left for later sweeps');
+      const audit = await sql.query(`SELECT DISTINCT entity_id FROM audit_events WHERE operation = 'expire' AND actor_type = 'system' AND entity_id LIKE 'bulk-expired-%'`);
+      assert.equal(audit.rowCount, n);
+      const expired = await sql.query(`SELECT DISTINCT entity_id FROM events WHERE type = 'token.expired' AND entity_id LIKE 'bulk-expired-%'`);
+      assert.equal(expired.rowCount, n);
+      assert.equal((await get(t.id)).status, 200, 'a live token is not swept');
+      assert.equal(await server.running.services.tokens.sweepExpired(), 0);
+    });
   });
 
   it('concurrent creates are each written whole: the token, its audit entry, token.created and one delivery per subscribed webhook', async () => {

@@ -22,9 +22,9 @@ import { CreateTokenBody, MAX_METADATA_KEYS, TokenId, UpdateTokenBody } from './
 import type { SdkHost } from '../../sandbox/index.ts';
 import {
   deleteExpiredToken,
+  deleteExpiredTokens,
   deleteToken,
   findByFingerprint,
-  findExpiredTokensAcrossTenants,
   findToken,
   findTokens,
   findTokensByKeys,
@@ -398,17 +398,35 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       return out;
     },
 
-    /** Deletes tokens past expires_at (unreadable since that instant) and emits token.expired. */
+    /**
+     * Deletes tokens past expires_at (unreadable since that instant), each with its audit entry
+     * and token.expired, a batch per transaction, until none is left: a fixed number per sweep
+     * would fall ever further behind a tenant expiring more tokens than that per interval. A
+     * bound on batches keeps the other sweeps, which run after this one, from starving.
+     */
     async sweepExpired(): Promise<number> {
       let deleted = 0;
-      for (const t of await findExpiredTokensAcrossTenants(db, 1000)) {
-        if (await db.transaction((tx) => finishExpiry(t.tenant_id, t.id, tx))) deleted++;
+      for (let batch = 0; batch < SWEEP.batches; batch++) {
+        const gone = await db.transaction(async (tx) => {
+          const rows = await deleteExpiredTokens(db, SWEEP.batchSize, tx);
+          const items = rows.flatMap((t) => [
+            logs.item({ kind: 'system', tenantId: t.tenant_id }, { entityType: 'token', entityId: t.id, operation: 'expire', message: 'Token expired and was deleted' }),
+            events.item(t.tenant_id, 'token.expired', t.id, { id: t.id, type: t.type }),
+          ]);
+          if (items.length) await groupCommit.write(items, tx);
+          return rows.length;
+        });
+        deleted += gone;
+        if (gone < SWEEP.batchSize) break;
       }
       if (deleted) log.info({ deleted }, 'expired tokens deleted');
       return deleted;
     },
   };
 }
+
+/** Expired tokens deleted per transaction, and transactions per sweep (50,000 tokens). */
+const SWEEP = { batchSize: 1000, batches: 50 };
 
 const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
 

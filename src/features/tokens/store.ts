@@ -183,9 +183,18 @@ export async function listTokensAfter(
   return db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE ${sql} ORDER BY created_at, id LIMIT $${params.length + 1}`, [...params, limit]);
 }
 
-/** The expiry sweep works across tenants; each deletion is tenant-scoped. */
-export async function findExpiredTokensAcrossTenants(db: Database, limit: number): Promise<{ tenant_id: string; id: string }[]> {
-  return db.query(`SELECT tenant_id, id FROM tokens WHERE ${EXPIRED} ORDER BY expires_at LIMIT $1`, [limit]);
+/**
+ * The expiry sweep works across tenants: deletes up to `limit` expired tokens, oldest expiry
+ * first, passing over rows another process's sweep (or a create reusing the id) holds.
+ */
+export async function deleteExpiredTokens(db: Database, limit: number, tx: Tx): Promise<{ tenant_id: string; id: string; type: string }[]> {
+  return db.query(
+    `DELETE FROM tokens WHERE (tenant_id, id) IN (
+       SELECT tenant_id, id FROM tokens WHERE ${EXPIRED} ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+     RETURNING tenant_id, id, type`,
+    [limit],
+    tx,
+  );
 }
 
 /** Deletes the token only if it has expired; returns what it deleted. */
