@@ -162,6 +162,16 @@ describe('audit logs', () => {
     assert.equal(sameFrom.events.length, from.events.length);
   });
 
+  it('takes the widest date filters as instants: year 0001 to 9999, any offset within them', async () => {
+    const all = await call(server, 'GET', `/logs?start_date=0001-01-01T00:00:00Z&end_date=${encodeURIComponent('9999-12-31T23:59:59.999Z')}&size=1`, { key: server.key });
+    assert.equal(all.status, 200, all.text);
+    assert.equal(all.body.data.length, 1);
+    // PostgreSQL itself refuses offsets beyond ±15:59; the instant they name is what counts.
+    const offset = await call(server, 'GET', `/logs?start_date=${encodeURIComponent('2000-01-01T00:00:00+20:00')}&size=1`, { key: server.key });
+    assert.equal(offset.status, 200, offset.text);
+    assert.equal(offset.body.data.length, 1);
+  });
+
   it('compares start_date and end_date as instants, not as text', async () => {
     // 00:00 in UTC+05:00 is 19:00 UTC the day before: start is before end although its text sorts after.
     const ok = await call(server, 'GET', `/logs?start_date=${encodeURIComponent('2024-01-02T00:00:00+05:00')}&end_date=${encodeURIComponent('2024-01-01T20:00:00Z')}`, { key: server.key });
@@ -179,6 +189,10 @@ describe('audit logs', () => {
       ['start_date=2024-02-01T00:00:00Z&end_date=2024-01-01T00:00:00Z', 'query.end_date'],
       ['start_date=yesterday', 'query.start_date'],
       ['end_date=2024-13-01T00:00:00Z', 'query.end_date'],
+      // Well-formed date-times outside the years 0001 to 9999 (PostgreSQL has no year 0; an offset can reach 10000).
+      ['start_date=0000-01-01T00:00:00Z', 'query.start_date'],
+      ['end_date=0000-06-01T00:00:00Z', 'query.end_date'],
+      ['end_date=9999-12-31T23:59:59-23:59', 'query.end_date'],
       ['start=not-a-cursor', 'query.start'],
       ['start=', 'query.start'],
       [`start=${Buffer.from(JSON.stringify({ id: 'x' })).toString('base64url')}`, 'query.start'],

@@ -2,7 +2,7 @@ import type { Database, Tx } from '../../db/database.ts';
 import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { uuidv7 } from '../../db/ids.ts';
 import { actorType, type Principal } from '../../access/principal.ts';
-import { ApiError } from '../../http/errors.ts';
+import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { cursorPage, decodeCursor } from '../../http/pagination.ts';
 import { insertEventsStatement, listEvents, type AuditEvent } from './store.ts';
 
@@ -18,6 +18,21 @@ export type AuditEntry = {
 export type LogService = ReturnType<typeof createLogService>;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+// The instants PostgreSQL and ISO 8601 responses can both hold: an offset can carry a valid
+// date-time into year 0 or 10000, and PostgreSQL also refuses offsets beyond ±15:59.
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** A date filter as the UTC instant SQL receives, so PostgreSQL never parses the caller's text. */
+function instant(value: string | undefined, field: string, errors: FieldErrorList): string | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) errors.add(field, 'must be a valid date-time');
+  else if (ms < EARLIEST || ms > LATEST) errors.add(field, 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z');
+  else return new Date(ms).toISOString();
+  return undefined;
+}
 
 /** The audit log: one event per state change or use of a secret, written in the change's transaction. */
 export function createLogService(deps: { db: Database; groupCommit: GroupCommit }) {
@@ -63,17 +78,19 @@ export function createLogService(deps: { db: Database; groupCommit: GroupCommit 
     },
 
     async list(principal: Principal, q: { start?: string; size: number; entity_type?: string; entity_id?: string; start_date?: string; end_date?: string }) {
+      const errors = new FieldErrorList();
+      const startDate = instant(q.start_date, 'query.start_date', errors);
+      const endDate = instant(q.end_date, 'query.end_date', errors);
       // As instants: the text of two ISO 8601 times with different offsets or precisions does not sort by time.
-      if (q.start_date && q.end_date && Date.parse(q.start_date) > Date.parse(q.end_date)) {
-        throw ApiError.field('query.end_date', 'must not be before start_date');
-      }
+      if (startDate && endDate && startDate > endDate) errors.add('query.end_date', 'must not be before start_date');
+      errors.throwIfAny();
       const before = q.start ? decodeCursor(q.start, ['id']).id : undefined;
       // Anything that is not a UUID would fail the ::uuid cast in SQL and surface as a 500.
       if (before !== undefined && !UUID.test(before)) throw ApiError.field('query.start', 'is not a cursor returned by this endpoint');
       const rows = await listEvents(
         db,
         principal.tenantId,
-        { entityType: q.entity_type, entityId: q.entity_id, startDate: q.start_date, endDate: q.end_date, before },
+        { entityType: q.entity_type, entityId: q.entity_id, startDate, endDate, before },
         q.size + 1,
       );
       return cursorPage(rows, q.size, (last: AuditEvent) => ({ id: last.id }));
