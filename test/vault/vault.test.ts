@@ -170,6 +170,34 @@ describe('vault: envelope encryption at rest', () => {
     await assert.rejects(vault.decrypt(server.tenantId, 'tok-ssn', a.ciphertext, a.data_key_id));
   });
 
+  it('a sealed reactor configuration or proxy secret copied onto another reactor or proxy does not open there', async () => {
+    const code = 'module.exports = async function (req) { return { raw: {} }; };';
+    const reactors: string[] = [];
+    const proxies: string[] = [];
+    for (const n of [1, 2]) {
+      const r = await call(server, 'POST', '/reactors', { key: server.key, body: { name: `r${n}`, code, configuration: { SECRET: `reactor-secret-${n}` } } });
+      assert.equal(r.status, 201, r.text);
+      reactors.push(r.body.id);
+      const p = await call(server, 'POST', '/proxies', {
+        key: server.key,
+        body: { name: `p${n}`, destination_url: 'https://api.processor.example/v1', configuration: { SECRET: `proxy-secret-${n}` } },
+      });
+      assert.equal(p.status, 201, p.text);
+      rememberSecret(p.body.key);
+      proxies.push(p.body.id);
+    }
+    await db.query(`UPDATE reactors SET configuration_ciphertext = (SELECT configuration_ciphertext FROM reactors WHERE id = $1) WHERE id = $2`, reactors);
+    await db.query(`UPDATE proxies SET secret_ciphertext = (SELECT secret_ciphertext FROM proxies WHERE id = $1) WHERE id = $2`, proxies);
+    for (const path of [`/reactors/${reactors[1]}`, `/proxies/${proxies[1]}`]) {
+      const res = await call(server, 'GET', path, { key: server.key });
+      assert.equal(res.status, 500, res.text);
+      assert.ok(!res.text.includes('secret-1'), 'the other one\'s secret is not shown');
+    }
+    // The originals still open.
+    assert.deepEqual((await call(server, 'GET', `/reactors/${reactors[0]}`, { key: server.key })).body.configuration, { SECRET: 'reactor-secret-1' });
+    assert.deepEqual((await call(server, 'GET', `/proxies/${proxies[0]}`, { key: server.key })).body.configuration, { SECRET: 'proxy-secret-1' });
+  });
+
   async function maskOf(id: string) {
     const masked = await createApplication(server, { name: `masked ${id}`, type: 'private', permissions: ['token:read'] });
     return (await call(server, 'GET', `/tokens/${id}`, { key: masked.key })).body.data;
