@@ -120,6 +120,12 @@ describe('applications', () => {
       assert.equal(res.body.type, 'public');
     });
 
+    it('accepts the last instant of year 9999 as expires_at, in any offset that names it', async () => {
+      const res = await create({ ...PRIVATE_APP, expires_at: '9999-12-31T22:59:59.999-01:00' });
+      assert.equal(res.status, 201, res.text);
+      assert.equal(res.body.expires_at, '9999-12-31T23:59:59.999Z');
+    });
+
     it('accepts a name of exactly 200 characters and stores expires_at', async () => {
       const expires = new Date(Date.now() + 3_600_000).toISOString();
       const res = await create({ ...PRIVATE_APP, name: 'n'.repeat(200), expires_at: expires });
@@ -174,6 +180,7 @@ describe('applications', () => {
       { what: 'expires_at that is not a date-time', body: { ...PRIVATE_APP, expires_at: 'tomorrow' }, field: 'body.expires_at' },
       { what: 'expires_at as a date without a time', body: { ...PRIVATE_APP, expires_at: '2999-01-01' }, field: 'body.expires_at' },
       { what: 'expires_at on a leap second, which no timestamp can hold', body: { ...PRIVATE_APP, expires_at: '2999-12-31T23:59:60Z' }, field: 'body.expires_at' },
+      { what: 'expires_at that an offset carries into year 10000', body: { ...PRIVATE_APP, expires_at: '9999-12-31T23:59:59-00:01' }, field: 'body.expires_at' },
     ];
     for (const c of invalid) {
       it(`rejects ${c.what} with 400 naming ${c.field}`, async () => {

@@ -76,6 +76,8 @@ export function createApplicationService(deps: {
     // The date-time format admits RFC 3339 leap seconds (23:59:60), which Date cannot hold.
     if (expiresAt && Number.isNaN(expiresAt.getTime())) errors.add('body.expires_at', 'must be a valid date-time');
     else if (expiresAt && expiresAt.getTime() <= Date.now()) errors.add('body.expires_at', 'must be in the future');
+    // An offset can carry 9999-12-31 into year 10000, which no ISO 8601 response can show.
+    else if (expiresAt && expiresAt.getUTCFullYear() > 9999) errors.add('body.expires_at', 'must be no later than 9999-12-31T23:59:59.999Z');
     errors.throwIfAny();
     return db.transaction(async (t) => {
       const app = await insertApplication(
