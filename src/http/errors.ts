@@ -115,16 +115,26 @@ export class FieldErrorList {
   }
 }
 
-export type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown> };
+export type AjvError = { instancePath: string; keyword: string; message?: string; params: Record<string, unknown>; propertyName?: string };
+
+/**
+ * Adds each validation failure as a field error. A key that fails a map's `propertyNames`
+ * comes as two: the key's own failure (which names it) and a generic "property name must be
+ * valid", which adds nothing and is left out.
+ */
+export function addValidationErrors(errors: FieldErrorList, prefix: string, failures: AjvError[]): void {
+  for (const v of failures) {
+    if (errors.full) return;
+    if (v.keyword === 'propertyNames') continue;
+    errors.add(fieldPath(prefix, v), validationMessage(v));
+  }
+}
 
 /** Turns Fastify's schema validation failures into field paths like `body.rules[0].priority`. */
 function fromValidation(err: FastifyError): ApiError {
   const part = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
   const errors = new FieldErrorList();
-  for (const v of (err.validation ?? []) as AjvError[]) {
-    if (errors.full) break;
-    errors.add(fieldPath(part, v), validationMessage(v));
-  }
+  addValidationErrors(errors, part, (err.validation ?? []) as AjvError[]);
   if (errors.empty) errors.add(part, err.message);
   return ApiError.validation(errors.errors);
 }
@@ -143,6 +153,14 @@ function segment(s: string): string {
 }
 
 export function validationMessage(v: AjvError): string {
+  if (v.propertyName !== undefined) {
+    const name = v.propertyName.length > 40 ? `${v.propertyName.slice(0, 40)}…` : v.propertyName;
+    return `has a key ${JSON.stringify(name)} that ${keywordMessage(v)}`;
+  }
+  return keywordMessage(v);
+}
+
+function keywordMessage(v: AjvError): string {
   switch (v.keyword) {
     case 'required':
       return 'is required';

@@ -13,6 +13,15 @@ export function Nullable<T extends TSchema>(schema: T, extra: Record<string, unk
 
 export const IdParams = Type.Object({ id: Uuid });
 
+/**
+ * A map of strings to `value`, its keys `key.minLength` to `key.maxLength` characters. TypeBox
+ * writes a record's key schema as a catch-all pattern, which checks nothing: the key limits
+ * go in `propertyNames` too, where validation sees them (errors name the key, see errors.ts).
+ */
+export function StringMap<V extends TSchema>(key: { minLength?: number; maxLength: number }, value: V, options: Record<string, unknown> = {}) {
+  return Type.Record(Type.String(key), value, { ...options, propertyNames: { type: 'string', ...key } });
+}
+
 export const Problem = Type.Object(
   {
     type: Type.String(),

@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { TSchema } from 'typebox';
-import { ApiError, FieldErrorList, fieldPath, validationMessage, type AjvError } from './errors.ts';
+import { addValidationErrors, ApiError, FieldErrorList, type AjvError } from './errors.ts';
 import { refuseUnstorable } from './json-body.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -21,7 +21,7 @@ export function compileValidator<T>(schema: TSchema): (value: unknown, at: strin
       return value as T;
     }
     const errors = new FieldErrorList();
-    for (const e of (check.errors ?? []) as AjvError[]) errors.add(fieldPath(at, e), validationMessage(e));
+    addValidationErrors(errors, at, (check.errors ?? []) as AjvError[]);
     throw ApiError.validation(errors.errors);
   };
 }

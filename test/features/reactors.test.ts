@@ -157,6 +157,17 @@ describe('reactors API', () => {
       assertInvalid(await create({ ...REACTOR, configuration: { A: { nested: 'x' } } }), 'body.configuration.A');
       assertInvalid(await create({ ...REACTOR, configuration: { A: null } }), 'body.configuration.A');
       assertInvalid(await create({ ...REACTOR, configuration: ['a'] }), 'body.configuration');
+    });
+
+    it('checks configuration keys: 1 to 200 characters, the error naming the key', async () => {
+      const empty = await create({ ...REACTOR, configuration: { '': 'v' } });
+      assertInvalid(empty, 'body.configuration');
+      assert.deepEqual(empty.body.errors['body.configuration'], ['has a key "" that must not be empty']);
+      const long = await create({ ...REACTOR, configuration: { ['K'.repeat(201)]: 'v' } });
+      assert.deepEqual(long.body.errors['body.configuration'], [`has a key "${'K'.repeat(40)}…" that must be at most 200 characters`]);
+      assert.equal((await create({ ...REACTOR, configuration: { ['K'.repeat(200)]: 'v' } })).status, 201);
+      const r = await created();
+      assertInvalid(await patch(r.id, { configuration: { '': 'v' } }), 'body.configuration');
       assertInvalid(await create({ ...REACTOR, configuration: 'A=1' }), 'body.configuration');
     });
 

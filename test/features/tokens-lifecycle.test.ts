@@ -124,6 +124,8 @@ describe('token lifecycle', () => {
         [{ data: 'not an object' }, 'body.data'],
         [{ containers: ['pci/'] }, 'body.containers[0]'],
         [{ metadata: { n: 5 } }, 'body.metadata.n'],
+        [{ metadata: { '': 'v' } }, 'body.metadata'],
+        [{ metadata: { ['k'.repeat(101)]: null } }, 'body.metadata'],
         [{ mask: '{{ data.number | nope }}' }, 'body.mask'],
         [{ expires_at: new Date(Date.now() - 1000).toISOString() }, 'body.expires_at'],
         [{ expires_at: '9999-12-31T23:59:59-23:59' }, 'body.expires_at'],

@@ -364,6 +364,12 @@ describe('POST /tokens', () => {
       assertInvalid(await create({ type: 'token', data: 'x', metadata: { n: 1 } }), 'body.metadata.n');
       assertInvalid(await create({ type: 'token', data: 'x', metadata: { nested: { a: 'b' } } }), 'body.metadata.nested');
       assertInvalid(await create({ type: 'token', data: 'x', metadata: ['a'] }), 'body.metadata');
+      // Keys of 1 to 100 characters: the schema's key limits are checked, naming the key.
+      const empty = await create({ type: 'token', data: 'x', metadata: { '': 'v' } });
+      assertInvalid(empty, 'body.metadata');
+      assert.deepEqual(empty.body.errors['body.metadata'], ['has a key "" that must not be empty']);
+      assertInvalid(await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(101)]: 'v' } }), 'body.metadata');
+      assert.equal((await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(100)]: 'v' } })).status, 201);
     });
   });
 

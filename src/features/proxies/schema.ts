@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
 import { OffsetQuery } from '../../http/pagination.ts';
 
 export const RESPONSE_TRANSFORM_TYPES = ['code', 'mask'] as const;
@@ -31,10 +31,7 @@ export const ResponseTransformSchema = Type.Object(
   { additionalProperties: false },
 );
 
-export const MAX_CONFIGURATION_KEY_LENGTH = 200;
-// TypeBox writes a record's key schema as a catch-all pattern, so ajv never checks these key
-// lengths: the service does (validate). They stay here for the OpenAPI document.
-const Configuration = Type.Record(Type.String({ minLength: 1, maxLength: MAX_CONFIGURATION_KEY_LENGTH }), Type.String({ maxLength: 10_000 }), {
+const Configuration = StringMap({ minLength: 1, maxLength: 200 }, Type.String({ maxLength: 10_000 }), {
   maxProperties: 100,
   description: 'String map handed to transforms as req.configuration; stored encrypted',
 });

@@ -43,7 +43,7 @@ import {
   withoutHopByHop,
 } from './message.ts';
 import { TokenBuckets } from './rate-limit.ts';
-import { MAX_CONFIGURATION_KEY_LENGTH, MAX_URL_LENGTH, ProxyBody, type ProxyInput } from './schema.ts';
+import { MAX_URL_LENGTH, ProxyBody, type ProxyInput } from './schema.ts';
 import {
   deleteProxy,
   findProxy,
@@ -145,10 +145,6 @@ export function createProxyService(deps: {
     const destination_url = checkUrl(input.destination_url, errors);
     const tooLarge = configurationTooLarge(input.configuration);
     if (tooLarge) errors.add('body.configuration', tooLarge);
-    const keys = Object.keys(input.configuration ?? {});
-    // An empty name is no name a transform can look up (req.configuration[''] is a mistake).
-    if (keys.includes('')) errors.add('body.configuration', 'keys must not be empty');
-    if (keys.some((k) => k.length > MAX_CONFIGURATION_KEY_LENGTH)) errors.add('body.configuration', `keys must be at most ${MAX_CONFIGURATION_KEY_LENGTH} characters`);
     const request_transform: RequestTransform | null = input.request_transform ? { code: input.request_transform.code } : null;
     if (request_transform) checkCode(request_transform.code, 'body.request_transform.code', errors);
     const response_transform = input.response_transform ? responseTransform(input.response_transform, errors) : null;

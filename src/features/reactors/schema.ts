@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
-import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
 import { OffsetQuery } from '../../http/pagination.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Code = Type.String({ minLength: 1, maxLength: 50_000 });
-const Configuration = Type.Record(Type.String({ maxLength: 200 }), Type.String({ maxLength: 10_000 }), { maxProperties: 100 });
+const Configuration = StringMap({ minLength: 1, maxLength: 200 }, Type.String({ maxLength: 10_000 }), { maxProperties: 100 });
 const ApplicationRef = Type.Object({ id: Uuid });
 
 export const ReactorSchema = Type.Object({

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Nullable, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
 import { CursorQuery, OffsetQuery } from '../../http/pagination.ts';
 import { TOKEN_TYPE_NAMES } from '../../vault/token-types.ts';
 
@@ -11,7 +11,7 @@ export const TokenId = Type.String({ pattern: '^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,200
 const Container = Type.String({ minLength: 1, maxLength: 500 });
 /** The most metadata keys a token holds (also checked after a merge patch adds keys). */
 export const MAX_METADATA_KEYS = 50;
-const Metadata = Type.Record(Type.String({ maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: MAX_METADATA_KEYS });
+const Metadata = StringMap({ minLength: 1, maxLength: 100 }, Type.String({ maxLength: 500 }), { maxProperties: MAX_METADATA_KEYS });
 const Expression = Type.String({ maxLength: 2000 });
 
 const tokenFields = {
@@ -42,7 +42,7 @@ export const CreateTokenBody = Type.Object({
 export const UpdateTokenBody = Type.Object({
   data: Type.Optional(tokenFields.data),
   containers: Type.Optional(tokenFields.containers),
-  metadata: Type.Optional(Nullable(Type.Record(Type.String({ maxLength: 100 }), Nullable(Type.String({ maxLength: 500 }))), { type: ['object', 'null'] })),
+  metadata: Type.Optional(Nullable(StringMap({ minLength: 1, maxLength: 100 }, Nullable(Type.String({ maxLength: 500 }))), { type: ['object', 'null'] })),
   mask: Type.Optional(tokenFields.mask),
   fingerprint_expression: Type.Optional(tokenFields.fingerprint_expression),
   search_indexes: Type.Optional(tokenFields.search_indexes),
