@@ -39,6 +39,9 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
   try {
     await notifier.start();
     services = createServices({ config, db: database.db, notifier, log });
+    // A KEK missing from COFFER_KEYS (or a wrong key under its id) stops the start, naming it,
+    // instead of every request of the tenants it wraps failing with a 500.
+    await services.vault.checkKeyring();
     const first = await services.tenants.initializeIfEmpty('Default', opts.announceFirstKey);
     app = await buildApp({ config, db: database.db, log, services });
     const url = await app.listen({ port: config.port, host: config.host });
