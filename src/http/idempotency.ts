@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, createHmac, createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database, Tx } from '../db/database.ts';
@@ -13,8 +14,25 @@ declare module 'fastify' {
     idempotent?: boolean;
   }
   interface FastifyRequest {
-    idempotency: { tx: Tx; secrets: KeySecrets; hash: Buffer; done: boolean } | undefined;
+    idempotency: { tx: Tx; secrets: KeySecrets; hash: Buffer; done: boolean; committed: AfterCommit[] } | undefined;
   }
+}
+
+type AfterCommit = () => Promise<void>;
+const afterCommits = new AsyncLocalStorage<AfterCommit[]>();
+
+/**
+ * Runs `fn` once the calling request's changes are committed: at once, unless the request runs
+ * under an idempotency key, whose whole transaction commits only as its reply is sent; then
+ * just after that commit and before the reply goes out (and never if it rolls back). For work
+ * that must follow the commit, such as the invalidation barrier that makes a revoked key stop
+ * working in every process before the caller hears the change is done.
+ */
+export function afterCommit(fn: AfterCommit): Promise<void> {
+  const pending = afterCommits.getStore();
+  if (!pending) return fn();
+  pending.push(fn);
+  return Promise.resolve();
 }
 
 /**
@@ -43,7 +61,9 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     // Handlers of idempotent requests run with the request's transaction as the ambient one.
     route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
       const idem = request.idempotency;
-      return idem ? db.withAmbient(idem.tx, () => handler.call(this, request, reply)) : handler.call(this, request, reply);
+      return idem
+        ? afterCommits.run(idem.committed, () => db.withAmbient(idem.tx, () => handler.call(this, request, reply)))
+        : handler.call(this, request, reply);
     };
     route.preHandler = [...[route.preHandler ?? []].flat(), claimHook];
     route.onSend = [...[route.onSend ?? []].flat(), settleHook];
@@ -100,7 +120,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
         }
         replay = { status: row.response_status as number, type: row.response_type as string | null, body: openReply(secrets.enc, row.response_body as string) };
       } else {
-        request.idempotency = { tx, secrets, hash, done: false };
+        request.idempotency = { tx, secrets, hash, done: false, committed: [] };
         keep = true;
       }
     } finally {
@@ -123,6 +143,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     if (!idem || idem.done) return payload;
     idem.done = true;
     const { tenantId, actorId } = request.principal!;
+    let committed = false;
     try {
       if (reply.statusCode >= 200 && reply.statusCode < 300) {
         await idem.tx.query(
@@ -134,10 +155,10 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
           [tenantId, actorId, idem.secrets.id.toString('hex'), idem.hash, reply.statusCode, reply.getHeader('content-type') ?? null, sealReply(idem.secrets.enc, payloadText(payload)), ttlHours],
         );
         await idem.tx.query('COMMIT');
+        committed = true;
       } else {
         await idem.tx.query('ROLLBACK');
       }
-      return payload;
     } catch (err) {
       await idem.tx.query('ROLLBACK').catch(() => {});
       request.log.error({ err: (err as Error).message }, 'could not commit an idempotent request');
@@ -146,6 +167,16 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
       return JSON.stringify(problem.toProblem(request.id));
     } finally {
       idem.tx.release();
+    }
+    if (committed) await runAfterCommit(request, idem.committed);
+    return payload;
+  }
+
+  // Committed already: a failure here is logged, never turned into an error reply. Outside the
+  // request's transaction, which the ambient store of this hook may still name.
+  async function runAfterCommit(request: FastifyRequest, pending: AfterCommit[]) {
+    for (const fn of pending.splice(0)) {
+      await db.withoutAmbient(fn).catch((err: unknown) => request.log.warn({ err: (err as Error).message }, 'work after an idempotent commit failed'));
     }
   }
 

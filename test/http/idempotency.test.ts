@@ -249,6 +249,46 @@ describe('SVC-IDEMPOTENCY-KEY', () => {
     assert.equal((await createEvents(done.body.id)).length, 1);
   });
 
+  it('revokes at once when a PUT under a key commits, even if a request re-cached the old grant meanwhile and the notice is lost', async () => {
+    const target = await createApplication(server, { name: 'revoked under a key', type: 'management', permissions: ['log:read', 'tenant:read'] });
+    assert.equal((await call(server, 'GET', '/logs?size=1', { key: target.key })).status, 200);
+    const lock = new pg.Client({ connectionString: server.config.databaseUrl });
+    await lock.connect();
+    let put: ReturnType<typeof call> | undefined;
+    try {
+      await lock.query('BEGIN');
+      // EXCLUSIVE holds the PUT at the INSERT of its reply, after its change and its cache clearing,
+      // while reads (authenticating, the key lookup) go on.
+      await lock.query('LOCK TABLE idempotency_keys IN EXCLUSIVE MODE');
+      put = call(server, 'PUT', `/applications/${target.id}`, {
+        key: server.key,
+        body: { name: 'revoked under a key', permissions: ['tenant:read'] },
+        headers: { [HEADER]: randomUUID() },
+      });
+      await waitFor(async () => {
+        const { rows } = await sql.query(`SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'idempotency_keys'::regclass AND NOT granted`);
+        return rows[0].n > 0;
+      }, 'the PUT to block on the table lock');
+      // Not committed yet: the key still holds log:read, and its process caches that again.
+      assert.equal((await call(server, 'GET', '/logs?size=1', { key: target.key })).status, 200);
+      // The invalidation notice sent at the commit is lost (the listener's connection drops;
+      // it reconnects only a second later): only the writer's own post-commit clearing remains.
+      await sql.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+         WHERE datname = current_database() AND state = 'idle' AND pid NOT IN (pg_backend_pid(), $1)`,
+        [(await lock.query('SELECT pg_backend_pid() AS pid')).rows[0].pid],
+      );
+    } finally {
+      await lock.query('COMMIT');
+      await lock.end();
+    }
+    const done = await put!;
+    assert.equal(done.status, 200, done.text);
+    assert.deepEqual(done.body.permissions, ['tenant:read']);
+    const after = await call(server, 'GET', '/logs?size=1', { key: target.key });
+    assert.equal(after.status, 403, 'the revoked permission still worked after the PUT answered');
+  });
+
   it('replays the session created under a key rather than creating another', async () => {
     const pub = await createApplication(server, { name: 'idem public', type: 'public', permissions: ['token:create'] });
     const key = randomUUID();

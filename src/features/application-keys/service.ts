@@ -3,6 +3,7 @@ import type { Notifier } from '../../db/notifications.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import type { Principal } from '../../access/principal.ts';
 import { ApiError } from '../../http/errors.ts';
+import { afterCommit } from '../../http/idempotency.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { generateApiKey, hashApiKey } from '../../vault/api-keys.ts';
 import type { Actor, LogService } from '../logs/service.ts';
@@ -53,7 +54,8 @@ export function createApplicationKeyService(deps: {
           // The application was deleted between the check above and the insert.
           throw isForeignKeyViolation(err) ? ApiError.notFound('application') : err;
         });
-      await notifier.invalidateLocal('auth');
+      // Under an idempotency key the change commits only with the reply: the barrier waits for that.
+      await afterCommit(() => notifier.invalidateLocal('auth'));
       return issued;
     },
 

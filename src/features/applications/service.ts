@@ -6,6 +6,7 @@ import type { Principal } from '../../access/principal.ts';
 import type { ApplicationType } from '../../access/permissions.ts';
 import { checkPermissions, checkRules, type AccessRuleInput } from '../../access/rules.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { afterCommit } from '../../http/idempotency.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import type { ApplicationKeyService } from '../application-keys/service.ts';
 import type { ApplicationKey } from '../application-keys/store.ts';
@@ -147,7 +148,8 @@ export function createApplicationService(deps: {
         await notifier.invalidate('auth', tx);
         return (await withKeys(principal.tenantId, [app], tx))[0];
       });
-      await notifier.invalidateLocal('auth');
+      // Under an idempotency key the change commits only with the reply: the barrier waits for that.
+      await afterCommit(() => notifier.invalidateLocal('auth'));
       return updated;
     },
 

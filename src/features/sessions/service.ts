@@ -4,6 +4,7 @@ import { uuidv4 } from '../../db/ids.ts';
 import type { Principal } from '../../access/principal.ts';
 import { checkPermissions, checkRules, type AccessRuleInput } from '../../access/rules.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { afterCommit } from '../../http/idempotency.ts';
 import { generateApiKey, generateSecret, hashApiKey } from '../../vault/api-keys.ts';
 import type { LogService } from '../logs/service.ts';
 import { authorizeByNonce, deleteExpiredSessionsAcrossTenants, findPendingByNonce, findSessionByKeyHash, insertSession } from './store.ts';
@@ -71,7 +72,8 @@ export function createSessionService(deps: { db: Database; logs: LogService; not
         await logs.record(principal, { entityType: 'session', entityId: session.id, operation: 'authorize', message: 'Session authorized' }, tx);
         await notifier.invalidate('auth', tx);
       });
-      await notifier.invalidateLocal('auth');
+      // Under an idempotency key the change commits only with the reply: the barrier waits for that.
+      await afterCommit(() => notifier.invalidateLocal('auth'));
     },
 
     /** The principal a session key authenticates as: no permissions until authorized. */
