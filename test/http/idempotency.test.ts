@@ -289,17 +289,21 @@ describe('SVC-IDEMPOTENCY-KEY', () => {
     assert.equal(after.status, 403, 'the revoked permission still worked after the PUT answered');
   });
 
-  it('replays the session created under a key rather than creating another', async () => {
+  it('ignores the key on POST /sessions: a public key is no secret, so a replay would give the session key to whoever guessed the idempotency key', async () => {
     const pub = await createApplication(server, { name: 'idem public', type: 'public', permissions: ['token:create'] });
     const key = randomUUID();
     const first = await call(server, 'POST', '/sessions', { key: pub.key, headers: { [HEADER]: key } });
     assert.equal(first.status, 201);
+    rememberSecret(first.body.session_key, first.body.nonce);
+    // Another browser holding the same public key, sending the same (guessed) idempotency key.
     const second = await call(server, 'POST', '/sessions', { key: pub.key, headers: { [HEADER]: key } });
     assert.equal(second.status, 201);
-    assert.equal(second.headers.get('svc-idempotent-replayed'), 'true');
-    assert.equal(second.text, first.text);
+    rememberSecret(second.body.session_key, second.body.nonce);
+    assert.equal(second.headers.get('svc-idempotent-replayed'), null);
+    assert.notEqual(second.body.session_key, first.body.session_key);
+    assert.notEqual(second.body.nonce, first.body.nonce);
     const { rows } = await sql.query('SELECT count(*)::int AS n FROM sessions WHERE public_application_id = $1', [pub.id]);
-    assert.equal(rows[0].n, 1);
+    assert.equal(rows[0].n, 2);
   });
 
   it('forgets keys once swept after their retention: reuse is then a new request', async () => {

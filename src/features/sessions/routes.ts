@@ -11,8 +11,11 @@ const tags = ['sessions'];
 export function registerSessionRoutes(app: FastifyInstance, sessions: SessionService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
+  // SVC-IDEMPOTENCY-KEY is ignored here: a public key is known to every browser that uses it and
+  // the request has no body, so a stored reply would hand this session's key and nonce to anyone
+  // who guessed the idempotency key. A retry simply makes another session, which expires unused.
   r.post('/sessions', {
-    config: { access: { permissions: [], types: ['public'], sessions: false } },
+    config: { access: { permissions: [], types: ['public'], sessions: false }, idempotent: false },
     schema: { tags, summary: 'Create a session (with a public application key)', response: { 201: SessionCreated, ...problems() } },
   }, async (request, reply) => reply.code(201).send(await sessions.create(principalOf(request))));
 
