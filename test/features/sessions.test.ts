@@ -285,6 +285,27 @@ describe('sessions', () => {
     });
   });
 
+  it('a session ends when the private application that authorized it is deleted or expires', async () => {
+    const granter = await createApplication(server, { name: 'revoked backend', type: 'private', permissions: ['session:authorize'] });
+    const revoked = await createSession(server, publicKey);
+    assert.equal((await authorize(server, granter.key, { nonce: revoked.nonce, permissions: ['3ds:session:read'] })).status, 204);
+    assert.equal((await call(server, 'GET', '/permissions', { key: revoked.session_key })).status, 200);
+    assert.equal((await call(server, 'DELETE', `/applications/${granter.id}`, { key: server.key })).status, 204);
+    assert.equal((await call(server, 'GET', '/permissions', { key: revoked.session_key })).status, 401);
+
+    const expiring = await createApplication(server, {
+      name: 'expiring backend',
+      type: 'private',
+      permissions: ['session:authorize'],
+      expires_at: new Date(Date.now() + 1500).toISOString(),
+    });
+    const lapsing = await createSession(server, publicKey);
+    assert.equal((await authorize(server, expiring.key, { nonce: lapsing.nonce, permissions: ['3ds:session:read'] })).status, 204);
+    assert.equal((await call(server, 'GET', '/permissions', { key: lapsing.session_key })).status, 200);
+    await sleep(1700);
+    assert.equal((await call(server, 'GET', '/permissions', { key: lapsing.session_key })).status, 401);
+  });
+
   it('a session ends when its public application expires, however long it was authorized for', async () => {
     const pub = await createApplication(server, {
       name: 'expiring browser',

@@ -56,15 +56,18 @@ export async function findPendingByNonce(db: Database, tenantId: string, nonceHa
 
 /**
  * Authentication: the tenant is what we are finding out, so this lookup is by hash alone.
- * A session ends no later than its public application does, and the earlier of the two
- * expiries is what callers (and the key cache) see, so it stops at that instant, not at the sweep.
+ * A session ends no later than its public application does, nor than the private application
+ * that authorized it (deleting or expiring that application revokes what it granted). The
+ * earliest expiry is what callers (and the key cache) see, so it stops at that instant, not at the sweep.
  */
 export async function findSessionByKeyHash(db: Database, hash: Buffer): Promise<Session | undefined> {
   return db.one<Session>(
     `SELECT s.id, s.tenant_id, s.public_application_id, s.permissions, s.rules, s.authorized_at,
-            LEAST(s.expires_at, a.expires_at) AS expires_at, s.created_at
+            LEAST(s.expires_at, a.expires_at, g.expires_at) AS expires_at, s.created_at
      FROM sessions s JOIN applications a ON a.id = s.public_application_id AND a.tenant_id = s.tenant_id
-     WHERE s.key_hash = $1 AND s.expires_at > now() AND (a.expires_at IS NULL OR a.expires_at > now())`,
+     LEFT JOIN applications g ON g.id = s.authorized_by AND g.tenant_id = s.tenant_id
+     WHERE s.key_hash = $1 AND s.expires_at > now() AND (a.expires_at IS NULL OR a.expires_at > now())
+       AND (s.authorized_by IS NULL OR (g.id IS NOT NULL AND (g.expires_at IS NULL OR g.expires_at > now())))`,
     [hash],
   );
 }
