@@ -115,7 +115,8 @@ async function rotateKeys(config: Config): Promise<number> {
   const log = cliLogger(config);
   const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
   try {
-    const keyring = loadKeyring(config.cofferKeys, config.dataDir, log);
+    // Rotating to a key file made up on the spot would leave a stray KEK nobody backed up.
+    const keyring = loadKeyring(config.cofferKeys, config.dataDir, log, { create: false });
     const count = await new Vault(database.db, keyring).rotate(log);
     process.stdout.write(`Re-wrapped ${count} tenant keys under key "${keyring.currentId}". Keys no longer first in COFFER_KEYS can now be retired.\n`);
     return 0;

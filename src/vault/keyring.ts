@@ -60,12 +60,14 @@ export class LocalKeyring implements KekProvider {
 /**
  * COFFER_KEYS is `id:base64key[,id:base64key…]`, newest first. Without it a key file is
  * created under DATA_DIR with mode 0600 — fine for one host; several hosts must share
- * COFFER_KEYS.
+ * COFFER_KEYS. With `create: false` (commands that only work on existing keys) a missing
+ * keyring is an error rather than a new key file.
  */
-export function loadKeyring(cofferKeys: string | undefined, dataDir: string, log: Logger): LocalKeyring {
+export function loadKeyring(cofferKeys: string | undefined, dataDir: string, log: Logger, opts: { create?: boolean } = {}): LocalKeyring {
   if (cofferKeys) return new LocalKeyring(parseKeys(cofferKeys));
   const file = path.join(dataDir, 'keys');
   if (!fs.existsSync(file)) {
+    if (opts.create === false) throw new Error(`no keyring: COFFER_KEYS is not set and there is no key file ${file}`);
     fs.mkdirSync(dataDir, { recursive: true });
     const line = `${new Date().toISOString().slice(0, 10).replace(/-/g, '')}:${randomBytes(32).toString('base64')}\n`;
     // Written aside, then linked into place (which fails if the name exists): a process
