@@ -79,6 +79,8 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
         await Promise.all([jobs?.stop(), app!.close(), metricsListener?.close()]);
         await services!.outbound.close();
         services!.sandbox.dispose();
+        // The seals counted since the last report, while the database is still open.
+        await services!.vault.close().catch((err: Error) => log.warn({ err: err.message }, 'could not report data key usage'));
         await notifier.close();
         await database.close();
       },

@@ -43,3 +43,16 @@ export async function rewrapKey(db: Database, tenantId: string, id: string, from
   );
   return rows.length > 0;
 }
+
+/** Adds `n` seals to a data key's count; the new count, and whether it is still the active key. */
+export async function addSeals(db: Database, tenantId: string, id: string, n: number): Promise<{ sealed: number; active: boolean } | undefined> {
+  return db.one<{ sealed: number; active: boolean }>(
+    `UPDATE tenant_keys SET sealed = sealed + $3 WHERE tenant_id = $1 AND id = $2 RETURNING sealed::float8 AS sealed, active`,
+    [tenantId, id, n],
+  );
+}
+
+/** Retires the tenant's active key `id`; false when it was no longer active (another process retired it). */
+export async function retireKey(db: Database, tenantId: string, id: string, tx: Tx): Promise<boolean> {
+  return (await db.query(`UPDATE tenant_keys SET active = false WHERE tenant_id = $1 AND id = $2 AND active RETURNING id`, [tenantId, id], tx)).length > 0;
+}

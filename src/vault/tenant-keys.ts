@@ -3,31 +3,71 @@ import type { Database } from '../db/database.ts';
 import { uuidv4 } from '../db/ids.ts';
 import type { Logger } from '../logger.ts';
 import { open, seal, type KekProvider } from './keyring.ts';
-import { findActiveKeys, findKeyById, findKeySamplePerKek, findKeysNotWrappedBy, insertKeyIfAbsent, rewrapKey, type TenantKeyRow } from './store.ts';
+import { SealCounter } from './seal-counter.ts';
+import {
+  addSeals,
+  findActiveKeys,
+  findKeyById,
+  findKeySamplePerKek,
+  findKeysNotWrappedBy,
+  insertKeyIfAbsent,
+  retireKey,
+  rewrapKey,
+  type TenantKeyRow,
+} from './store.ts';
 
 type Loaded = { dataKeyId: string; dataKey: KeyObject; indexKey: KeyObject };
+
+/**
+ * A data key seals with random 96-bit GCM nonces, which NIST bounds at 2³² uses per key: it
+ * is replaced after 2³¹, half of that, which leaves room for counts still on their way.
+ */
+export const MAX_SEALS_PER_DATA_KEY = 2 ** 31;
+
+export type VaultOptions = {
+  /** Seals after which a tenant's data key is replaced (default MAX_SEALS_PER_DATA_KEY). */
+  maxSealsPerKey?: number;
+  /** A process reports its count of a key after this many seals (default 1000), … */
+  reportEvery?: number;
+  /** … and at least this often (default 60 s). */
+  reportIntervalMs?: number;
+};
 
 /**
  * Envelope encryption. Each tenant has a data key (encrypts token data) and an index key
  * (keys fingerprint and search HMACs), both random 256-bit keys stored only wrapped by a
  * KEK. Unwrapped keys are cached per process as KeyObjects: rotation re-wraps key rows
- * but never changes key material, so the cache stays valid across it.
+ * but never changes key material, so the cache stays valid across it. A data key that has
+ * sealed MAX_SEALS_PER_DATA_KEY values is retired for a new one; it still opens what it sealed.
  */
 export class Vault {
   private readonly db: Database;
   private readonly kek: KekProvider;
   private readonly loaded = new Map<string, Promise<Loaded>>();
   private readonly byId = new Map<string, KeyObject>();
+  private readonly maxSeals: number;
+  private readonly seals: SealCounter;
 
-  constructor(db: Database, kek: KekProvider) {
+  constructor(db: Database, kek: KekProvider, opts: VaultOptions = {}) {
     this.db = db;
     this.kek = kek;
+    this.maxSeals = opts.maxSealsPerKey ?? MAX_SEALS_PER_DATA_KEY;
+    this.seals = new SealCounter((tenantId, keyId, n) => this.reportSeals(tenantId, keyId, n), {
+      every: opts.reportEvery ?? 1000,
+      intervalMs: opts.reportIntervalMs ?? 60_000,
+    });
+  }
+
+  /** Reports the seals counted so far; call before the database closes. */
+  close(): Promise<void> {
+    return this.seals.close();
   }
 
   /** Encrypts a token's secret part, bound to its tenant and id. */
   async encrypt(tenantId: string, tokenId: string, plaintext: unknown): Promise<{ ciphertext: Buffer; dataKeyId: string }> {
     const keys = await this.keys(tenantId);
     const ciphertext = seal(keys.dataKey, Buffer.from(JSON.stringify(plaintext)), tokenAad(tenantId, tokenId));
+    this.seals.note(tenantId, keys.dataKeyId);
     return { ciphertext, dataKeyId: keys.dataKeyId };
   }
 
@@ -88,6 +128,28 @@ export class Vault {
       }
       log.info({ rewrapped: count }, 'tenant keys re-wrapped');
     }
+  }
+
+  /**
+   * Adds a process's count to the key's. Past the budget the key is retired and a new one made
+   * (by one process: the others find it retired at their next report); either way this process
+   * loads the new active key for what it seals next. Outside any request's transaction.
+   */
+  private async reportSeals(tenantId: string, keyId: string, n: number): Promise<void> {
+    await this.db.withoutAmbient(async () => {
+      const usage = await addSeals(this.db, tenantId, keyId, n);
+      if (!usage || (usage.active && usage.sealed < this.maxSeals)) return;
+      if (usage.active) {
+        await this.db.transaction(async (tx) => {
+          if (!(await retireKey(this.db, tenantId, keyId, tx))) return;
+          const id = uuidv4();
+          const { kekId, wrapped } = this.kek.wrap(randomBytes(32), keyAad(tenantId, 'data', id));
+          await insertKeyIfAbsent(this.db, tenantId, { id, purpose: 'data', kek_id: kekId, wrapped }, tx);
+        });
+      }
+      const current = await this.loaded.get(tenantId)?.catch(() => undefined);
+      if (current?.dataKeyId === keyId) this.loaded.delete(tenantId);
+    });
   }
 
   private keys(tenantId: string): Promise<Loaded> {
