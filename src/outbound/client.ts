@@ -147,7 +147,7 @@ export class OutboundClient {
    */
   async streamOrBuffer(req: OutboundRequest, bufferUpTo: number): Promise<OutboundStream | OutboundResponse> {
     const opened = await this.#open(req, true, Infinity);
-    const length = declaredLength(opened.hop.response);
+    const length = declaredLength(opened.hop);
     return length < 0 || length > bufferUpTo ? streamBody(opened) : readWhole(opened);
   }
 
@@ -162,7 +162,7 @@ export class OutboundClient {
     const state: HopState = { url: undefined };
     try {
       const hop = await this.#send(req, deadline, streaming, state);
-      if (declaredLength(hop.response) > limit) throw tooLarge(hop.url, limit, hop.response);
+      if (declaredLength(hop) > limit) throw tooLarge(hop.url, limit, hop.response);
       return { hop, limit, deadline };
     } catch (err) {
       deadline.clear();
@@ -200,7 +200,7 @@ export class OutboundClient {
         bodyTimeout: 0,
       });
       const location = response.headers.location;
-      if (!follow || !REDIRECT_STATUSES.has(response.statusCode) || typeof location !== 'string') return { response, url };
+      if (!follow || !REDIRECT_STATUSES.has(response.statusCode) || typeof location !== 'string') return { response, url, method };
 
       // Free the connection for reuse; a large redirect body just closes it.
       await response.body.dump().catch(() => {});
@@ -236,7 +236,8 @@ export class OutboundClient {
 }
 
 type HopState = { url: URL | undefined };
-type Hop = { response: Dispatcher.ResponseData; url: URL };
+/** `method` is the one the last hop was sent with (a redirect may have turned it into GET). */
+type Hop = { response: Dispatcher.ResponseData; url: URL; method: string };
 
 /** One total deadline per call: connect, every redirect hop, headers and body. */
 class Deadline {
@@ -326,7 +327,12 @@ function dropBody(body: Readable): void {
   body.destroy();
 }
 
-function declaredLength(response: Dispatcher.ResponseData): number {
+/**
+ * The body length the answer declares; 0 for an answer to HEAD, whose Content-Length is the
+ * resource's (no bytes follow), so a HEAD on a large file must not trip the size limit.
+ */
+function declaredLength({ response, method }: Hop): number {
+  if (method === 'HEAD') return 0;
   const raw = response.headers['content-length'];
   const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
   return Number.isFinite(n) ? n : -1;

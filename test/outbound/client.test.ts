@@ -72,6 +72,25 @@ describe('happy paths against an allowlisted loopback server', () => {
     assert.equal(missing.body.toString(), 'hello');
   });
 
+  test("the Content-Length of an answer to HEAD (the resource's, no body follows) is not held against the size limit", async () => {
+    const s = await server(
+      startServer((_req, res) => {
+        res.writeHead(200, { 'content-length': String(50 * 1024 * 1024) });
+        res.end();
+      }),
+    );
+    const c = client({ allowlist: ['127.0.0.1'], maxResponseBytes: 1024 });
+    const head = await c.request({ url: `${s.origin}/file`, method: 'HEAD' });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers['content-length'], String(50 * 1024 * 1024));
+    assert.equal(head.body.length, 0);
+    const proxied = await c.streamOrBuffer({ url: `${s.origin}/file`, method: 'HEAD', maxResponseBytes: 1024 }, 100);
+    assert.equal(proxied.status, 200);
+    assert.ok(Buffer.isBuffer(proxied.body) && proxied.body.length === 0, 'an empty body, handed over as bytes');
+    // A GET declaring the same length is still refused.
+    await rejectsWith(c.request({ url: `${s.origin}/file` }), 'too_large');
+  });
+
   test('header values left undefined are skipped; repeated names are merged', async () => {
     const s = await server(echoServer());
     const c = client({ allowlist: ['127.0.0.1'] });
