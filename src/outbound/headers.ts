@@ -41,11 +41,21 @@ export function prepareHeaders(input: HeaderMap | undefined, passConnection: boo
     }
     if (name.startsWith('proxy-')) continue;
     if (DROPPED.has(name) && !(passConnection && name === 'connection')) continue;
-    const existing = out[name];
-    if (existing === undefined) out[name] = Array.isArray(rawValue) ? [...rawValue] : rawValue;
-    else out[name] = [...(Array.isArray(existing) ? existing : [existing]), ...values];
+    const existing = Object.hasOwn(out, name) ? out[name] : undefined;
+    if (existing === undefined) put(out, name, Array.isArray(rawValue) ? [...rawValue] : rawValue);
+    else put(out, name, [...(Array.isArray(existing) ? existing : [existing]), ...values]);
   }
   return out;
+}
+
+/**
+ * Sets a header as an own property. Header names are chosen by callers and destinations:
+ * `constructor` must not be found already "set" (to Object) and merged with it, and
+ * `__proto__` must be a header, not replace the map's prototype and vanish.
+ */
+function put(map: HeaderMap, name: string, value: string | string[]): void {
+  if (name === '__proto__') Object.defineProperty(map, name, { value, enumerable: true, writable: true, configurable: true });
+  else map[name] = value;
 }
 
 export function withoutHeaders(headers: HeaderMap, names: readonly string[]): HeaderMap {
@@ -69,6 +79,6 @@ export function prepareMethod(method: string | undefined): string {
 /** Response headers as plain data: lower-case names, `set-cookie` and repeats as arrays. */
 export function responseHeaders(raw: Record<string, string | string[] | undefined>): HeaderMap {
   const out: HeaderMap = {};
-  for (const [name, value] of Object.entries(raw)) if (value !== undefined) out[name] = value;
+  for (const [name, value] of Object.entries(raw)) if (value !== undefined) put(out, name, value);
   return out;
 }

@@ -99,6 +99,29 @@ describe('happy paths against an allowlisted loopback server', () => {
     assert.equal(s.seen[0].headers['x-dup'], 'a, b, c');
   });
 
+  test('headers named like Object members (constructor, __proto__) travel as plain headers, both ways', async () => {
+    let raw: string[] = [];
+    const s = await server(
+      startServer((req, res) => {
+        raw = req.rawHeaders;
+        // writeHead with an array of pairs: a plain object could not carry a __proto__ key.
+        res.writeHead(200, [['__proto__', 'p1'], ['__proto__', 'p2'], ['constructor', 'c'], ['content-length', '2']].flat());
+        res.end('ok');
+      }),
+    );
+    const c = client({ allowlist: ['127.0.0.1'] });
+    const headers = JSON.parse('{"constructor":"x","toString":"y","__proto__":["z1","z2"]}') as Record<string, string | string[]>;
+    const res = await c.request({ url: s.origin, headers });
+    const sent = (name: string) => raw.filter((_, i) => i % 2 === 1 && raw[i - 1].toLowerCase() === name).join(', ');
+    assert.equal(sent('constructor'), 'x', 'not merged with Object');
+    assert.equal(sent('tostring'), 'y');
+    assert.equal(sent('__proto__'), 'z1, z2');
+    assert.equal(Object.getPrototypeOf(res.headers), Object.prototype, 'a destination cannot swap the prototype');
+    assert.ok(Object.hasOwn(res.headers, '__proto__'));
+    assert.deepEqual(res.headers.__proto__, ['p1', 'p2']);
+    assert.equal(res.headers.constructor, 'c');
+  });
+
   test('hop-by-hop, proxy-* and host request headers are dropped', async () => {
     const s = await server(echoServer());
     const c = client({ allowlist: ['127.0.0.1'] });
