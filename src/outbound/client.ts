@@ -5,7 +5,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { createGuardedConnector, type Resolver, systemResolver } from './connect.ts';
 import { describeTarget, OutboundError, toOutboundError } from './errors.ts';
 import { BODY_HEADERS, CREDENTIAL_HEADERS, prepareHeaders, prepareMethod, responseHeaders, withoutHeaders } from './headers.ts';
-import { AddressPolicy, stripBrackets } from './policy.ts';
+import { AddressPolicy, BLOCKED_PORTS, stripBrackets } from './policy.ts';
 
 export { OutboundError } from './errors.ts';
 export type { OutboundCode } from './errors.ts';
@@ -100,7 +100,8 @@ export class OutboundClient {
   /**
    * Throws OutboundError('invalid_url') unless an absolute http(s) URL without
    * credentials; 'blocked_address' if the host is a literal IP in a blocked range
-   * (hostnames are checked at connect time, on the addresses they resolve to).
+   * (hostnames are checked at connect time, on the addresses they resolve to) or the
+   * port is one of another protocol's (BLOCKED_PORTS).
    */
   validateUrl(url: string): URL {
     if (typeof url !== 'string') throw new OutboundError('invalid_url', 'the URL must be a string');
@@ -121,6 +122,10 @@ export class OutboundClient {
     if (host === '') throw new OutboundError('invalid_url', 'the URL has no host');
     if (net.isIP(host) !== 0 && !this.#policy.allowsAddress(host)) {
       throw new OutboundError('blocked_address', `${host} is a private, loopback or reserved address`);
+    }
+    const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
+    if (BLOCKED_PORTS.has(port)) {
+      throw new OutboundError('blocked_address', `port ${port} belongs to another protocol and is refused for outbound HTTP`);
     }
     return parsed;
   }

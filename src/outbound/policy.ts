@@ -41,6 +41,19 @@ export const BLOCKED_IPV6_IN_GLOBAL: readonly string[] = [
   '3fff::/20', // documentation (RFC 9637)
 ];
 
+/**
+ * Ports of other protocols (SMTP, IRC, SSH, LDAP, …) that fetch refuses too (the Fetch
+ * standard's "bad port" list). An HTTP request's body is caller-chosen text, and many such
+ * servers skip lines they do not understand and obey the rest: to them Coffer would be a
+ * relay for mail or commands, from its own address. The allowlist does not lift this.
+ */
+export const BLOCKED_PORTS: ReadonlySet<number> = new Set([
+  0, 1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110,
+  111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532,
+  540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061,
+  6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
 const blockedV4 = new net.BlockList();
 for (const cidr of BLOCKED_IPV4) addCidr(blockedV4, cidr);
 const blockedV6 = new net.BlockList();

@@ -231,6 +231,16 @@ describe('validateUrl', () => {
     throwsWith(() => allowing.validateUrl('http://[::1]/'), 'blocked_address');
   });
 
+  test("ports of other protocols are refused (fetch's bad ports), even to allowlisted addresses", () => {
+    for (const url of ['http://mail.example:25/', 'https://example.com:22/', 'http://example.com:6667/', 'http://[2606:4700::1]:587/', 'http://127.0.0.1:25/', 'http://127.0.0.1:0/']) {
+      const err = throwsWith(() => allowing.validateUrl(url), 'blocked_address');
+      assert.match(err.message, /^port \d+ /, url);
+    }
+    for (const url of ['http://example.com/', 'https://example.com/', 'http://example.com:8080/', 'https://example.com:8443/', 'http://127.0.0.1:3000/']) {
+      assert.doesNotThrow(() => allowing.validateUrl(url), url);
+    }
+  });
+
   const invalidUrls = [
     ['ftp://example.com/file', 'ftp scheme'],
     ['file:///etc/passwd', 'file scheme'],

@@ -65,6 +65,13 @@ test('a redirect from an allowed server to a blocked literal IP is refused at th
   }
 });
 
+test("a redirect to another protocol's port on an allowed address is refused at the hop", async () => {
+  const s = await server(redirectServer());
+  const c = client({ allowlist: ['127.0.0.1'] });
+  const err = await rejectsWith(c.request({ url: to(s, 'http://127.0.0.1:25/'), method: 'POST', body: 'HELO x', followRedirects: true }), 'blocked_address');
+  assert.match(err.message, /redirect from 127\.0\.0\.1:\d+ refused: port 25 /);
+});
+
 test('a redirect to a hostname resolving to a blocked address is refused before connecting', async () => {
   const s = await server(redirectServer());
   // Nothing listens on 127.0.0.2: a connection there would fail as connect_failed, not blocked_address.
