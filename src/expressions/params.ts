@@ -5,6 +5,12 @@ export type Scope = {
   variables?: Record<string, unknown>;
   tokens?: Map<string, { data: unknown; token: unknown }>;
   hmacKey?: (name: string) => KeyObject | undefined;
+  /**
+   * The characters filters may still add (see MAX_GROWTH in render.ts). Renders given the same
+   * object share it, so one request cannot multiply the bound by its number of expressions;
+   * without it each render has a fresh MAX_GROWTH.
+   */
+  growth?: { left: number };
 };
 
 export type ParamType = 'string' | 'integer' | 'boolean' | 'char';

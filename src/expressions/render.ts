@@ -11,11 +11,21 @@ import { child, stringForm } from './values.ts';
  * as they are, not copied.
  */
 export function render(t: Template, scope: Scope): unknown {
-  if (t.single !== null) return output(t, t.single, scope) ?? null;
+  const growth = scope.growth ?? { left: MAX_GROWTH };
+  if (t.single !== null) return output(t, t.single, scope, growth) ?? null;
   let out = '';
-  for (const p of t.parts) out += typeof p === 'string' ? p : stringForm(output(t, p, scope));
+  for (const p of t.parts) out += typeof p === 'string' ? p : stringForm(output(t, p, scope, growth));
   return out;
 }
+
+/**
+ * The most characters filters may add to the text they are given, over a render (or every
+ * render sharing `scope.growth`). Encoding, escaping, padding and multi-unit mask characters
+ * lengthen text, and chained they multiply it: twenty-odd `| to_base16` would build gigabytes
+ * from one character. A filter that shortens text or turns an object into text adds nothing:
+ * what is linear in the data the request already holds is not limited here.
+ */
+export const MAX_GROWTH = 4_194_304;
 
 // Parsed templates are immutable, and the same few (each token type's mask and fingerprint,
 // a proxy's or token's own) are evaluated on every write: parse each once. Bounded, oldest out.
@@ -33,9 +43,9 @@ export function evaluate(source: string, mode: Mode, scope: Scope): unknown {
   return render(template, scope);
 }
 
-function output(t: Template, o: Output, scope: Scope): unknown {
+function output(t: Template, o: Output, scope: Scope, growth: { left: number }): unknown {
   let v = subject(t, o.subject, scope);
-  for (const f of o.filters) v = applyFilter(t, f, v, scope);
+  for (const f of o.filters) v = applyFilter(t, f, v, scope, growth);
   return v;
 }
 
@@ -65,7 +75,7 @@ function lookup(p: Path, scope: Scope): unknown {
   return v;
 }
 
-function applyFilter(t: Template, f: FilterCall, v: unknown, scope: Scope): unknown {
+function applyFilter(t: Template, f: FilterCall, v: unknown, scope: Scope, growth: { left: number }): unknown {
   let args = f.resolved;
   let prepared = f.prepared;
   if (args === null) {
@@ -77,12 +87,27 @@ function applyFilter(t: Template, f: FilterCall, v: unknown, scope: Scope): unkn
       throw err;
     }
   }
+  let out: unknown;
   try {
-    return f.def.apply(v, args, prepared, scope);
+    out = f.def.apply(v, args, prepared, scope);
   } catch (err) {
     if (err instanceof FilterError) throw new ExpressionError(err.message, t.source, f.pos);
     throw err;
   }
+  if (typeof out === 'string') {
+    const added = out.length - textLength(v);
+    if (added > 0 && (growth.left -= added) < 0) {
+      throw new ExpressionError(`${f.name} makes the value too long: filters may add at most ${MAX_GROWTH} characters in all`, t.source, f.pos);
+    }
+  }
+  return out;
+}
+
+/** The length of a value's string form where it is cheap to know; objects and arrays count as long as any text made of them. */
+function textLength(v: unknown): number {
+  if (typeof v === 'string') return v.length;
+  if (v === null || v === undefined) return 0;
+  return typeof v === 'object' ? Infinity : String(v).length;
 }
 
 function argValue(a: Arg, scope: Scope): unknown {

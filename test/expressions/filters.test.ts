@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHmac, createSecretKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { evaluate, ExpressionError, parseTemplate, type Scope } from '../../src/expressions/index.ts';
+import { evaluate, ExpressionError, parseTemplate, render, type Scope } from '../../src/expressions/index.ts';
 
 /** `{ v, f, out }`: `{{ v | f }}` renders to `out`; `{ v, f, error }`: it throws an ExpressionError matching `error`. */
 type Row = { v: unknown; f: string; out?: unknown; error?: RegExp; parse?: true };
@@ -337,5 +337,39 @@ describe('filters chain and take variable arguments', () => {
     assert.equal(typeof t, 'object');
     assert.throws(() => evaluate('{{ v | json: w.path }}', 'template', { variables: { v: {}, w: { path: 'nope' } } }), /invalid JSON path in argument 1 of json: a JSON path starts with '\$' \(offset 0 of the path\) at 13/);
     assert.throws(() => evaluate('{{ v | reveal_last: missing }}', 'template', { variables: { v: 'abc' } }), /reveal_last at 20/);
+  });
+});
+
+describe('filters cannot build values without bound', () => {
+  const grow = (n: number) => `{{ v${' | to_base16'.repeat(n)} }}`;
+
+  it('a chain that would multiply the text is an ExpressionError at the filter that goes over, not gigabytes or a RangeError', () => {
+    // 100000 characters, then doubled six times: 6.4 million, more than MAX_GROWTH adds.
+    const source = `{{ v | pad_left: 100000${' | to_base16'.repeat(6)} }}`;
+    assert.throws(() => evaluate(source, 'template', { variables: { v: 'x' } }), isExpressionError(/to_base16 makes the value too long: filters may add at most 4194304 characters in all at \d+$/));
+    assert.throws(() => evaluate(grow(40), 'template', { variables: { v: 'x' } }), isExpressionError(/too long/));
+    // Escaping multiplies too.
+    assert.throws(() => evaluate(`{{ v${' | json_stringify'.repeat(40)} }}`, 'template', { variables: { v: '"' } }), isExpressionError(/json_stringify makes the value too long/));
+  });
+
+  it('the bound is on what filters add, over every tag of the template', () => {
+    const tag = '{{ v | pad_left: 100000 }}';
+    assert.equal((evaluate(tag.repeat(41), 'template', { variables: { v: 'x' } }) as string).length, 4_100_000);
+    assert.throws(() => evaluate(tag.repeat(42), 'template', { variables: { v: 'x' } }), isExpressionError(/pad_left makes the value too long/));
+  });
+
+  it('text made of the data itself does not count: a large value can still be stringified or masked', () => {
+    const big = { blob: 'y'.repeat(5_000_000) };
+    assert.equal((evaluate('{{ v | json_stringify }}', 'template', { variables: { v: big } }) as string).length, 5_000_011);
+    assert.equal((evaluate('{{ v.blob | reveal_last: 4 }}', 'template', { variables: { v: big } }) as string).length, 5_000_000);
+  });
+
+  it('renders given one scope share the bound', () => {
+    const scope: Scope = { variables: { v: 'x' }, growth: { left: 4_194_304 } };
+    const t = parseTemplate('{{ v | pad_left: 100000 }}', 'template');
+    for (let i = 0; i < 41; i++) render(t, scope);
+    assert.throws(() => render(t, scope), isExpressionError(/too long/));
+    // Without a shared budget, each render has its own.
+    for (let i = 0; i < 50; i++) render(t, { variables: { v: 'x' } });
   });
 });

@@ -299,6 +299,19 @@ describe('POST /detokenize', () => {
       }
     });
 
+    it('the filters of one request together may add at most 4194304 characters: 400, not a process building gigabytes', async () => {
+      // Each string adds 100000 + 200000 + … + 1600000 = 3.1 million characters: one is fine, two are not.
+      const grow = `{{ ${num} | pad_left: 100000${' | to_base16'.repeat(5)} }}`;
+      const one = await ok({ a: grow });
+      assert.equal(one.a.length, 3_200_000);
+      const res = await detokenize({ a: grow, b: [grow] });
+      problem(res, 400);
+      assert.deepEqual(Object.keys(res.body.errors), ['body.b[0]']);
+      assert.match(res.body.errors['body.b[0]'][0], /^detokenization failed: to_base16 makes the value too long: filters may add at most 4194304 characters in all at \d+$/);
+      // A chain that would double its way past any memory fails alike.
+      problem(await detokenize({ a: `{{ ${num}${' | to_base16'.repeat(40)} }}` }), 400);
+    });
+
     it('a body nested more than 128 levels deep is 400, not a stack overflow', async () => {
       const nest = (depth: number) => '['.repeat(depth) + JSON.stringify(`{{ ${ssn} }}`) + ']'.repeat(depth);
       const deepest = await call(server, 'POST', '/detokenize', { key: reader.key, raw: nest(128), contentType: 'application/json' });

@@ -277,6 +277,16 @@ describe('token listing and search', () => {
       assert.deepEqual(await found('data:9999'), []);
     });
 
+    it('the mask, fingerprint and search indexes of a token together may add at most 4194304 characters through filters', async () => {
+      const grow = `{{ data | pad_left: 100000${' | to_base16'.repeat(5)} }}`;
+      const res = await call(server, 'POST', '/tokens', { key: admin, body: { type: 'token', data: 'x', search_indexes: [grow, `${grow}!`] } });
+      assert.equal(res.status, 400, res.text);
+      assert.match(res.body.errors['body.search_indexes[1]'][0], /to_base16 makes the value too long/);
+      const doubling = await call(server, 'POST', '/tokens', { key: admin, body: { type: 'token', data: 'x', fingerprint_expression: `{{ data${' | to_base16'.repeat(40)} }}` } });
+      assert.equal(doubling.status, 400, doubling.text);
+      assert.match(doubling.body.errors['body.fingerprint_expression'][0], /too long/);
+    });
+
     it('joins terms with AND / OR (AND binds tighter) and parentheses; values may be quoted', async () => {
       assert.deepEqual(await found('type:card AND metadata.customer:c-1'), sorted(ids([t.visa, t.master])));
       assert.deepEqual(await found('metadata.customer:c-2 OR metadata.tier:gold'), sorted(ids([t.visaLow, t.amexNumber, t.master])));

@@ -1,6 +1,6 @@
 import type { Principal } from '../../access/principal.ts';
 import type { Item } from '../../db/group-commit.ts';
-import { ExpressionError, isTemplate, parseTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
+import { ExpressionError, isTemplate, MAX_GROWTH, parseTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { TokenService, TokenView } from '../tokens/service.ts';
@@ -76,6 +76,8 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
       const scope = {
         tokens: new Map([...views].map(([id, v]) => [id, { data: v.data, token: toDetokenizedToken(v) }])),
         hmacKey: await vault.expressionKeys(principal.tenantId),
+        // Shared by every string of the request: its expressions together may add MAX_GROWTH characters.
+        growth: { left: MAX_GROWTH },
       };
       // Templates are matched to strings by walk order (the same as collect's), not by path:
       // keys such as "a.b" next to a → b print as the same path.

@@ -7,7 +7,7 @@ import type { Logger } from '../../logger.ts';
 import { accessTo, reachOf } from '../../access/evaluate.ts';
 import type { Principal } from '../../access/principal.ts';
 import { isContainer, type Transform } from '../../access/rules.ts';
-import { evaluate, ExpressionError, type Scope } from '../../expressions/index.ts';
+import { evaluate, ExpressionError, MAX_GROWTH, type Scope } from '../../expressions/index.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { iso } from '../../http/schemas.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
@@ -102,7 +102,8 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     const maskSpec = input.mask === undefined ? (previous ? parseMask(previous.mask) : type.mask) : input.mask;
     const fingerprintExpression = input.fingerprint_expression === undefined ? (previous ? previous.fingerprint_expression : type.fingerprint) : input.fingerprint_expression;
     const searchIndexes = input.search_indexes ?? previous?.search_indexes ?? [];
-    const scope = { variables: { data }, hmacKey: await vault.expressionKeys(principal.tenantId) };
+    // One growth budget for the token's mask, fingerprint and search indexes together.
+    const scope: Scope = { variables: { data }, hmacKey: await vault.expressionKeys(principal.tenantId), growth: { left: MAX_GROWTH } };
 
     const mask = maskSpec === null ? undefined : renderMask(maskSpec, scope, `${at}.mask`, { left: MASK_LIMITS.rendered, root: `${at}.mask` });
     const canonical = fingerprintExpression === null ? null : text(expression(fingerprintExpression, scope, `${at}.fingerprint_expression`));
