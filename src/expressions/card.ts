@@ -27,11 +27,17 @@ export function cardBin(s: string): string {
 
 /**
  * Masks the digits of a card number; with `keepLast` the last 4 digits stay, with
- * `keepFirst` the first 6. Every other character (spaces, dashes) is kept in place.
+ * `keepFirst` the first 6. Spaces and dashes are kept in place. Any other character is an
+ * error, as in card_bin and alias_card: kept in place it would show through the mask (a
+ * number written in other digits, '٤٢٤٢…' or '４２４２…', or text around it).
  */
 export function cardMask(s: string, keepLast: boolean, keepFirst: boolean, mask: string): string {
   let digits = 0;
-  for (let i = 0; i < s.length; i++) if (isDigit(s.charCodeAt(i))) digits++;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (isDigit(c)) digits++;
+    else if (c !== 32 && c !== 45) throw new FilterError('card_mask expects a card number (digits, spaces and dashes)');
+  }
   let out = '';
   let d = 0;
   for (let i = 0; i < s.length; i++) {

@@ -188,6 +188,11 @@ table('card_mask', [
   { v: '', f: 'card_mask', out: '' },
   { v: null, f: 'card_mask', out: null },
   { v: true, f: 'card_mask', error: /card_mask expects a card number or card data with a number \(got a boolean\)/ },
+  // Only ASCII digits are masked, so anything else would show through: it is an error, as in card_bin.
+  { v: '٤٢٤٢٤٢٤٢٤٢٤٢٤٢٤٢', f: 'card_mask', error: /card_mask expects a card number \(digits, spaces and dashes\) at 7$/ },
+  { v: '４２４２４２４２４２４２４２４２', f: 'card_mask: true, true', error: /card_mask expects a card number \(digits, spaces and dashes\)/ },
+  { v: 'name Ada Lovelace 4242424242424242', f: 'card_mask', error: /card_mask expects a card number/ },
+  { v: { number: '4242.4242.4242.4242' }, f: 'card_mask', error: /card_mask expects a card number/ },
   { v: '4242', f: "card_mask: 'yes'", error: /expected true or false as argument 1 \(reveal_last\) of card_mask/, parse: true },
   { v: '4242', f: "card_mask: true, 'no'", error: /expected true or false as argument 2 \(reveal_first\)/, parse: true },
   { v: '4242', f: "card_mask: true, true, 'XX'", error: /exactly one character as argument 3 \(mask_char\)/, parse: true },
