@@ -5,3 +5,5 @@
 -- Deleting a tenant, should it ever be offered, must delete these rows itself.
 ALTER TABLE audit_events DROP CONSTRAINT audit_events_tenant_id_fkey;
 ALTER TABLE events DROP CONSTRAINT events_tenant_id_fkey;
+-- Reactor results are kept a few days and written once per run, the same way.
+ALTER TABLE reactor_results DROP CONSTRAINT reactor_results_tenant_id_fkey;
