@@ -26,6 +26,8 @@ export type OutboundOptions = {
   connectTimeoutMs?: number;
   /** Extra trusted CAs for TLS (tests, on-premises destinations); the system store is used without it. */
   ca?: ConnectionOptions['ca'];
+  /** The longest an idle pooled connection is kept, whatever the destination's Keep-Alive asks; default 30 s. */
+  keepAliveMaxMs?: number;
   /** Replaces the system resolver (tests, custom DNS). Every address it returns is still checked. */
   resolve?: Resolver;
 };
@@ -64,6 +66,7 @@ const DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024;
 const DEFAULT_MAX_REDIRECTS = 5;
 const DEFAULT_CONNECTIONS = 64;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+const DEFAULT_KEEP_ALIVE_MAX_MS = 30_000;
 
 /**
  * The one HTTP client for every outbound call Coffer makes (reactor fetch, webhook
@@ -88,6 +91,10 @@ export class OutboundClient {
     const connections = positive(options.connections, DEFAULT_CONNECTIONS, 'connections');
     this.#agent = new Agent({
       connections,
+      // undici honours a destination's "Keep-Alive: timeout=…" up to 10 minutes: destinations
+      // chosen by tenants could then pin an idle socket per origin that long, and enough of
+      // them would exhaust the process's file descriptors.
+      keepAliveMaxTimeout: positive(options.keepAliveMaxMs, DEFAULT_KEEP_ALIVE_MAX_MS, 'keepAliveMaxMs'),
       connect: createGuardedConnector({
         policy: this.#policy,
         resolve: options.resolve ?? systemResolver,

@@ -168,6 +168,24 @@ describe('happy paths against an allowlisted loopback server', () => {
     assert.equal(s.connections(), 1);
   });
 
+  test("an idle pooled connection is closed after keepAliveMaxMs, however long the destination's Keep-Alive asks", async () => {
+    let closedAt = 0;
+    const s = await server(
+      startServer((req, res) => {
+        req.socket.once('close', () => (closedAt = Date.now()));
+        res.setHeader('keep-alive', 'timeout=600');
+        res.end('ok');
+      }),
+    );
+    const c = client({ allowlist: ['127.0.0.1'], keepAliveMaxMs: 200 });
+    const answered = Date.now();
+    assert.equal((await c.request({ url: s.origin })).status, 200);
+    // The server's own idle timeout (5 s) is far off: a close now is the client's doing.
+    await sleep(1000);
+    assert.ok(closedAt > 0, 'the client closed the idle socket');
+    assert.ok(closedAt - answered < 900, `closed ${closedAt - answered} ms after the answer`);
+  });
+
   test('the pool per origin is bounded by `connections`', async () => {
     const s = await server(
       startServer((_req, res) => {
