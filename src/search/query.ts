@@ -74,7 +74,8 @@ export function parseSearchQuery(src: string): SearchNode {
     const field = l.v.slice(0, colon);
     let value = l.v.slice(colon + 1);
     if (value === '' && peek()?.t === 'string' && peek()!.at === l.at + l.v.length) value = lexemes[pos++].v;
-    if (!FIELDS.has(field) && !/^metadata\.[^.\s]{1,100}$/.test(field)) {
+    // A metadata key is whatever follows `metadata.`, dots included ("order.id" is one key).
+    if (!FIELDS.has(field) && !/^metadata\.\S{1,100}$/.test(field)) {
       throw new SearchQueryError(`unknown field "${field}" at ${l.at} (fields: id, type, container, fingerprint, data, metadata.<key>)`);
     }
     return leaf(field as SearchField, value, l.at);

@@ -396,6 +396,19 @@ describe('token listing and search', () => {
       assert.deepEqual(await found('data:1117'), []);
     });
 
+    it('filters and searches by metadata keys holding dots', async () => {
+      const dotted = await make(admin, { type: 'token', data: 'dotted', metadata: { 'order.id': 'o-1', 'a.b.c': 'x' } });
+      for (const path of ['/tokens?metadata.order.id=o-1', '/v2/tokens?metadata.order.id=o-1&metadata.a.b.c=x']) {
+        const res = await list(path);
+        assert.equal(res.status, 200, `${path}: ${res.text}`);
+        assert.deepEqual(ids(res.body.data), [dotted.id], path);
+      }
+      assert.deepEqual(ids((await list('/tokens?metadata.order.id=o-2')).body.data), []);
+      assert.deepEqual(await found('metadata.order.id:o-1'), [dotted.id]);
+      assert.deepEqual(await found('metadata.a.b.c:x AND metadata.order.id:o-1'), [dotted.id]);
+      assert.deepEqual(await found('metadata.order:o-1'), []);
+    });
+
     it('security', async () => {
       await assertAuthCases(server, { method: 'POST', path: '/v2/tokens/search', permissions: ['token:search'], type: 'private', body: { query: 'type:card' } });
     });

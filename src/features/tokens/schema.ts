@@ -85,7 +85,8 @@ const filters = {
   container: Type.Optional(Container),
   fingerprint: Type.Optional(Type.String({ maxLength: 100 })),
 };
-const metadataFilters = { patternProperties: { '^metadata\\.[^.]{1,100}$': Type.String({ maxLength: 500 }) }, additionalProperties: false };
+// The key is everything after `metadata.`: metadata keys may hold dots themselves.
+const metadataFilters = { patternProperties: { '^metadata\\..{1,100}$': Type.String({ maxLength: 500 }) }, additionalProperties: false };
 
 export const ListTokensQuery = Type.Object({ ...filters, ...OffsetQuery() }, metadataFilters);
 export const ListTokensV2Query = Type.Object({ ...filters, ...CursorQuery }, metadataFilters);
