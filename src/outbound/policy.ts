@@ -180,6 +180,9 @@ function parseEntry(entry: string, addresses: net.BlockList, hosts: Set<string>)
   else hosts.add(hostname);
 }
 
+/** Dot-separated labels of letters, digits, '-' and '_' (after lower-casing and punycode), an optional final dot. */
+const DNS_NAME = /^[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?$/;
+
 /** The hostname as a URL would carry it (lower case, punycode), without a trailing dot. */
 export function normalizeHostname(name: string): string {
   let hostname: string;
@@ -189,6 +192,11 @@ export function normalizeHostname(name: string): string {
     hostname = url.hostname;
   } catch {
     throw new TypeError(`OUTBOUND_ALLOWLIST entry "${name}" is not a hostname, IP address or CIDR`);
+  }
+  // URLs accept hosts like "*.corp.example"; as an entry that would silently match only the
+  // literal name "*.corp.example" while its writer believes the subdomains are allowed.
+  if (!DNS_NAME.test(hostname)) {
+    throw new TypeError(`OUTBOUND_ALLOWLIST entry "${name}" is not a hostname, IP address or CIDR (there are no wildcards: name each host, or give a CIDR)`);
   }
   return hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
 }

@@ -166,7 +166,7 @@ describe('AddressPolicy allowlist', () => {
     assert.equal(policy.allowsAddress('2606:4700:4700::1111'), true);
   });
 
-  for (const bad of ['10.0.0.0/33', '10.0.0.0/abc', '::/129', 'example.com/8', '10.0.0.0/8/1', 'http://example.com', 'host:8080', 'a b', 'user@host']) {
+  for (const bad of ['10.0.0.0/33', '10.0.0.0/abc', '::/129', 'example.com/8', '10.0.0.0/8/1', 'http://example.com', 'host:8080', 'a b', 'user@host', '*.corp.example', '*', 'corp.*', '.corp.example', 'a..b', "x!$&'()+,;=.example"]) {
     test(`rejects the malformed entry ${JSON.stringify(bad)}`, () => {
       assert.throws(() => new AddressPolicy([bad]), TypeError);
       assert.equal(allowlistProblems([bad]).length, 1);
@@ -177,6 +177,7 @@ describe('AddressPolicy allowlist', () => {
   test('empty entries are ignored', () => {
     assert.deepEqual(new AddressPolicy(['', '  ']).allowlist.entries, []);
     assert.deepEqual(allowlistProblems(['127.0.0.1', 'localhost', '10.0.0.0/8', '::1', 'fd00::/8']), []);
+    assert.deepEqual(allowlistProblems(['Vault.Corp.Example.', 'my_host-1.example', 'bücher.example', 'xn--bcher-kva.example', '0x7f.1']), []);
   });
 });
 
