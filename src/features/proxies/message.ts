@@ -280,7 +280,13 @@ export function destinationError(err: OutboundError, timeoutMs: number): ApiErro
     case 'timeout':
       return new ApiError(504, `The destination did not answer within ${timeoutMs} ms.`);
     case 'blocked_address':
-      return new ApiError(403, `The destination may not be called: ${err.message}. Internal addresses are refused unless OUTBOUND_ALLOWLIST names them.`);
+      // OUTBOUND_ALLOWLIST lifts the refusal of internal addresses, never that of other protocols' ports.
+      return new ApiError(
+        403,
+        /^port \d+ /.test(err.message)
+          ? `The destination may not be called: ${err.message}.`
+          : `The destination may not be called: ${err.message}. Internal addresses are refused unless OUTBOUND_ALLOWLIST names them.`,
+      );
     case 'invalid_request':
     case 'invalid_url':
       return ApiError.field('headers', `The request cannot be forwarded: ${err.message}`);
