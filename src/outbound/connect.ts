@@ -9,7 +9,29 @@ export type ResolvedAddress = { address: string; family: number };
 /** Resolves a hostname to every address it has; the default is the system resolver (`dns.lookup`, all: true). */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolver: Resolver = (hostname) => dns.promises.lookup(hostname, { all: true, order: 'verbatim' });
+/**
+ * The system resolver runs on libuv's thread pool, which crypto and file work share, and a
+ * name whose DNS server never answers holds its thread for the resolver's whole timeout, long
+ * after the caller gave up. Tenants choose the names: at most this many lookups run at once
+ * (the pool has 16 threads under `coffer`, see bin/coffer.js); the rest wait their turn.
+ */
+export const MAX_CONCURRENT_LOOKUPS = 8;
+
+let lookupsRunning = 0;
+const lookupsWaiting: (() => void)[] = [];
+
+export const systemResolver: Resolver = async (hostname) => {
+  // A finished lookup hands its slot straight to the next in line, so none is ever over the cap.
+  if (lookupsRunning >= MAX_CONCURRENT_LOOKUPS) await new Promise<void>((resolve) => lookupsWaiting.push(resolve));
+  else lookupsRunning++;
+  try {
+    return await dns.promises.lookup(hostname, { all: true, order: 'verbatim' });
+  } finally {
+    const next = lookupsWaiting.shift();
+    if (next) next();
+    else lookupsRunning--;
+  }
+};
 
 export type LookupCallback = (err: Error | null, address: string | ResolvedAddress[], family?: number) => void;
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import dns from 'node:dns';
 import type net from 'node:net';
-import { after, test } from 'node:test';
-import { createGuardedConnector, createGuardedLookup, type ResolvedAddress } from '../../src/outbound/connect.ts';
+import { after, describe, it, test } from 'node:test';
+import { createGuardedConnector, createGuardedLookup, MAX_CONCURRENT_LOOKUPS, systemResolver, type ResolvedAddress } from '../../src/outbound/connect.ts';
 import { OutboundError } from '../../src/outbound/errors.ts';
 import { AddressPolicy } from '../../src/outbound/policy.ts';
 import { fakeResolver, startSilentServer, type TestServer } from './helpers.ts';
@@ -85,4 +86,27 @@ test('the connector connects to the checked address of an allowed hostname', asy
   const refused = await connectWith(new AddressPolicy([]), 'svc.test', s.port, { 'svc.test': ['127.0.0.1'] });
   assert.equal((refused.err as OutboundError).code, 'blocked_address');
   assert.equal(s.connections(), 1);
+});
+
+describe('systemResolver', () => {
+  it(`runs at most ${MAX_CONCURRENT_LOOKUPS} lookups at once; the rest wait for a slot, in order`, async (t) => {
+    const pending: (() => void)[] = [];
+    const lookup = t.mock.method(dns.promises, 'lookup', (hostname: string) =>
+      new Promise((resolve) => pending.push(() => resolve([{ address: '192.0.2.1', family: 4, hostname }]))),
+    );
+    const answers = Array.from({ length: MAX_CONCURRENT_LOOKUPS + 4 }, (_, i) => systemResolver(`h${i}.example`));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(lookup.mock.callCount(), MAX_CONCURRENT_LOOKUPS, 'the rest wait');
+    pending.shift()!();
+    await answers[0];
+    await new Promise((r) => setImmediate(r));
+    assert.equal(lookup.mock.callCount(), MAX_CONCURRENT_LOOKUPS + 1, 'a finished lookup lets the next start');
+    assert.equal(lookup.mock.calls.at(-1)!.arguments[0], `h${MAX_CONCURRENT_LOOKUPS}.example`);
+    while (pending.length) {
+      pending.shift()!();
+      await new Promise((r) => setImmediate(r));
+    }
+    assert.equal((await Promise.all(answers)).length, MAX_CONCURRENT_LOOKUPS + 4);
+    assert.equal(lookup.mock.callCount(), MAX_CONCURRENT_LOOKUPS + 4);
+  });
 });
