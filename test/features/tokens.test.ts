@@ -19,13 +19,14 @@ const MASTERCARD = '5555555555554444';
 const MASTERCARD_2_SERIES = '2223003122003222';
 const AMEX = '378282246310005';
 const DISCOVER = '6011111111111117';
+const JCB = '3530111333300000';
 const ACCOUNT = '987654321012';
 const ACCOUNT_2 = '876543210987';
 const SSN = '512-34-7788';
 const SSN_DIGITS = '512347788';
 const EIN = '12-3456789';
 const EIN_2_DIGITS = '987654321';
-const CARDS = [VISA, VISA_2, MASTERCARD, MASTERCARD_2_SERIES, AMEX, DISCOVER];
+const CARDS = [VISA, VISA_2, MASTERCARD, MASTERCARD_2_SERIES, AMEX, DISCOVER, JCB];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -494,6 +495,41 @@ describe('POST /tokens', () => {
       assert.equal(res.status, 201, res.text);
       assert.notEqual(res.body.id, high.id);
       assert.deepEqual(res.body.containers, ['/general/cards/']);
+    });
+
+    it('shows a found token no more than the key may read it: without token:read, only as a reference', async () => {
+      const stored = await created(
+        { type: 'card', data: { number: JCB, expiration_month: 7, expiration_year: YEAR, cvc: '321' }, metadata: { customer: 'c-77' }, deduplicate_token: true },
+        reveal,
+      );
+      // Create-only keys, one that would see the data revealed and one masked: neither may read.
+      const createOnly = async (transform: string) =>
+        (await createApplication(server, {
+          name: `create only ${transform}`,
+          type: 'private',
+          rules: [{ priority: 1, container: '/', transform, permissions: ['token:create'] }],
+        })).key;
+      for (const transform of ['reveal', 'mask']) {
+        const res = await create({ type: 'card', data: { number: JCB, expiration_month: 1, expiration_year: YEAR }, deduplicate_token: true }, await createOnly(transform));
+        assert.equal(res.status, 201, res.text);
+        assert.equal(res.body.id, stored.id);
+        assert.deepEqual(Object.keys(res.body).sort(), ['containers', 'created_at', 'deduplicate_token', 'fingerprint', 'id', 'tenant_id', 'type']);
+        for (const secret of ['321', 'c-77', `"expiration_month":7`]) assert.ok(!res.text.includes(secret), `${transform}: ${secret} is not shown`);
+      }
+      // A key that may read it masked gets it masked, though its create rule would reveal.
+      const readsMasked = (await createApplication(server, {
+        name: 'reveal create, masked read',
+        type: 'private',
+        rules: [
+          { priority: 1, container: '/', transform: 'reveal', permissions: ['token:create'] },
+          { priority: 2, container: '/', transform: 'mask', permissions: ['token:read'] },
+        ],
+      })).key;
+      const masked = await create({ type: 'card', data: { number: JCB, expiration_month: 1, expiration_year: YEAR }, deduplicate_token: true }, readsMasked);
+      assert.equal(masked.body.id, stored.id);
+      assert.ok(!masked.text.includes('321'), 'the cvc stays hidden');
+      assert.notEqual(masked.body.data.number, JCB, 'the number is masked');
+      assert.deepEqual(masked.body.metadata, { customer: 'c-77' });
     });
 
     it('concurrent deduplicating creates of one value make one token', async () => {

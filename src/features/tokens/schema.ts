@@ -56,11 +56,13 @@ export const TokenSchema = Type.Object({
   tenant_id: Uuid,
   data: Type.Optional(Type.Unknown()),
   containers: Type.Array(Type.String()),
-  metadata: Type.Record(Type.String(), Type.String()),
+  // Absent only when a deduplicating create answers with a token the key may not read: that
+  // answer names the token (id, type, containers, fingerprint) and shows nothing it holds.
+  metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
   mask: Type.Optional(Type.Unknown()),
   fingerprint: Type.Optional(Type.String()),
   fingerprint_expression: Type.Optional(Type.String()),
-  search_indexes: Type.Array(Type.String()),
+  search_indexes: Type.Optional(Type.Array(Type.String())),
   deduplicate_token: Type.Boolean(),
   card: Type.Optional(Type.Object({
     bin: Type.String(),

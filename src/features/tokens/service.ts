@@ -55,7 +55,8 @@ export type TokenInput = {
 export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata'>> & { metadata?: Record<string, string | null> | null };
 
 /** A token as a caller may see it: `data` is present only when the transform allows. */
-export type TokenView = { row: TokenRow; data?: unknown; transform: Transform };
+/** `withheld`: shown only as a reference (id, type, containers), not what the token holds. */
+export type TokenView = { row: TokenRow; data?: unknown; transform: Transform; withheld?: boolean };
 /** What the ciphertext holds: the data and the mask rendered from it at write time. */
 type Secret = { data: unknown; mask?: unknown };
 
@@ -181,7 +182,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       // answering with it (or a 403 for it) would tell a caller confined to one container
       // whether a value exists in another.
       const existing = await findByFingerprint(db, principal.tenantId, row.type, row.fingerprint, row.containers, inTx());
-      if (existing) return view(existing, permitted(principal, 'token:create', existing));
+      if (existing) return deduplicated(principal, existing);
     }
     // An expired token is gone from its expiry instant, so its id is free: finish that expiry
     // now, as the sweep would, rather than answer 409 for a token no one can see.
@@ -195,6 +196,19 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       throw isUniqueViolation(err) ? ApiError.conflict(`A token with id "${row.id}" already exists.`) : err;
     })) as [TokenRow];
     return view(stored, transform, secret);
+  }
+
+  /**
+   * The token a deduplicating create found. It may hold more than the request did (another
+   * expiry, a cvc, metadata), which token:create alone does not entitle anyone to read: it is
+   * shown as the caller may read it, never more than its create transform, and to a caller
+   * without token:read on it only as a reference.
+   */
+  async function deduplicated(principal: Principal, existing: TokenRow): Promise<TokenView> {
+    const create = permitted(principal, 'token:create', existing);
+    const read = accessTo(principal, 'token:read', existing);
+    if (!read) return { row: existing, transform: 'redact', withheld: true };
+    return view(existing, TRANSFORM_RANK[read] < TRANSFORM_RANK[create] ? read : create);
   }
 
   /** Deletes the token if it has expired, with its audit entry and token.expired event. */
@@ -531,8 +545,14 @@ function eventPayload(row: Pick<TokenRow, 'id' | 'type' | 'containers'>): Record
 }
 
 /** The response body of a token, field by field; `data` only when the transform shows it. */
+/** From the least shown to the most. */
+const TRANSFORM_RANK: Record<Transform, number> = { redact: 0, mask: 1, reveal: 2 };
+
 export function presentToken(v: TokenView) {
   const t = v.row;
+  if (v.withheld) {
+    return { id: t.id, type: t.type, tenant_id: t.tenant_id, containers: t.containers, fingerprint: t.fingerprint ?? undefined, deduplicate_token: t.deduplicate_token, created_at: t.created_at.toISOString() };
+  }
   const views = (t.views ?? {}) as { card?: CardView; bank?: BankView };
   return {
     id: t.id,
