@@ -160,7 +160,11 @@ describe('POST /tokenize', () => {
     const before = await count();
     const many = await tokenize(Array.from({ length: 101 }, (_, i) => ({ type: 'token', data: i })));
     assert.equal(many.status, 400, many.text);
+    assert.deepEqual(many.body.errors, { body: ['at most 100 tokens per tokenize request'] });
     assert.equal(await count(), before);
+    // Counted before any is made or even checked: the bad first card is never reached.
+    const badFirst = await tokenize([{ type: 'card', data: { number: '1' } }, ...Array.from({ length: 100 }, (_, i) => ({ type: 'token', data: i }))]);
+    assert.deepEqual(badFirst.body.errors, { body: ['at most 100 tokens per tokenize request'] });
     const hundred = await tokenize(Array.from({ length: 100 }, (_, i) => ({ type: 'token', data: i })));
     assert.equal(hundred.status, 201, hundred.text);
     assert.equal(await count(), before + 100);

@@ -276,13 +276,13 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
 
     /** Every leaf of the body that looks like a token request becomes a token; all or nothing. */
     tokenize(principal: Principal, body: unknown, present: (v: TokenView) => unknown): Promise<unknown> {
+      // Counted before anything is made: a document over the limit costs no work, nor a transaction.
+      const count = countTokenRequests(body, MAX_TOKENIZE + 1);
+      if (count === 0) throw ApiError.field('body', 'contains no token request (objects with "type" and "data")');
+      if (count > MAX_TOKENIZE) throw ApiError.field('body', `at most ${MAX_TOKENIZE} tokens per tokenize request`);
       return db.transaction(async (tx) => {
-        let count = 0;
         const walk = async (node: unknown, at: string): Promise<unknown> => {
-          if (isTokenRequest(node)) {
-            if (++count > 100) throw ApiError.field('body', 'at most 100 tokens per tokenize request');
-            return present(await createIn(principal, validTokenRequest(node, at), at, tx));
-          }
+          if (isTokenRequest(node)) return present(await createIn(principal, validTokenRequest(node, at), at, tx));
           if (Array.isArray(node)) {
             const out = [];
             for (const [i, item] of node.entries()) out.push(await walk(item, `${at}[${i}]`));
@@ -295,9 +295,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
           }
           return node;
         };
-        const result = await walk(body, 'body');
-        if (count === 0) throw ApiError.field('body', 'contains no token request (objects with "type" and "data")');
-        return result;
+        return walk(body, 'body');
       });
     },
 
@@ -545,6 +543,23 @@ function eventPayload(row: Pick<TokenRow, 'id' | 'type' | 'containers'>): Record
 }
 
 /** The response body of a token, field by field; `data` only when the transform shows it. */
+/** The most token requests one POST /tokenize (or reactor tokenize block) may hold. */
+const MAX_TOKENIZE = 100;
+
+/** How many token requests `node` holds, counting no further than `stop`; iterative, so no depth overflows it. */
+function countTokenRequests(node: unknown, stop: number): number {
+  let count = 0;
+  const stack: unknown[] = [node];
+  while (stack.length > 0 && count < stop) {
+    const next = stack.pop();
+    if (isTokenRequest(next)) count++;
+    // One by one: spreading an array of a few hundred thousand items overflows the call.
+    else if (Array.isArray(next)) for (const item of next) stack.push(item);
+    else if (next !== null && typeof next === 'object') for (const value of Object.values(next)) stack.push(value);
+  }
+  return count;
+}
+
 /** From the least shown to the most. */
 const TRANSFORM_RANK: Record<Transform, number> = { redact: 0, mask: 1, reveal: 2 };
 
