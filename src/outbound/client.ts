@@ -132,7 +132,7 @@ export class OutboundClient {
     }
     const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
     if (BLOCKED_PORTS.has(port)) {
-      throw new OutboundError('blocked_address', `port ${port} belongs to another protocol and is refused for outbound HTTP`);
+      throw new OutboundError('blocked_address', `port ${port} belongs to another protocol and is refused for outbound HTTP`, { port });
     }
     return parsed;
   }

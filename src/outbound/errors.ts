@@ -15,12 +15,23 @@ export type OutboundCode =
  */
 export class OutboundError extends Error {
   readonly code: OutboundCode;
+  /** Set on a `blocked_address` refused for its port (another protocol's), not its address. */
+  readonly port: number | undefined;
 
-  constructor(code: OutboundCode, message: string) {
+  constructor(code: OutboundCode, message: string, opts: { port?: number } = {}) {
     super(message);
     this.name = 'OutboundError';
     this.code = code;
+    this.port = opts.port;
   }
+}
+
+/** How a write-time check names a refused URL: an internal address, or another protocol's port. */
+export function refusalMessage(err: OutboundError): string {
+  if (err.code !== 'blocked_address') return err.message;
+  return err.port === undefined
+    ? `must not point to an internal address: ${err.message}`
+    : `must not use port ${err.port}, which belongs to another protocol: outbound HTTP to it is refused`;
 }
 
 /** `host:port` of a URL — the most of a destination an error message may repeat. */

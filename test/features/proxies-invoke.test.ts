@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
@@ -378,7 +379,14 @@ describe('proxy invocation', () => {
     });
 
     it('a destination that is down is a 502 proxy_error, one past its deadline a 504', async () => {
-      const down = await call(server, 'POST', '/proxies', { key: server.key, body: { name: 'down', destination_url: 'http://127.0.0.1:9/' } });
+      // A port nothing listens on (free a moment ago); not one of the ports other protocols own.
+      const closed = await new Promise<number>((resolve) => {
+        const probe = net.createServer().listen(0, '127.0.0.1', () => {
+          const { port } = probe.address() as net.AddressInfo;
+          probe.close(() => resolve(port));
+        });
+      });
+      const down = await call(server, 'POST', '/proxies', { key: server.key, body: { name: 'down', destination_url: `http://127.0.0.1:${closed}/` } });
       assert.equal(down.status, 201, down.text);
       rememberSecret(down.body.key);
       assertProxyError(await invoke(down.body.key, 'GET'), 502, /could not be reached/);

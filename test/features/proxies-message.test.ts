@@ -8,7 +8,7 @@ describe('proxies: what a refused or failed destination call tells the caller', 
     const internal = destinationError(new OutboundError('blocked_address', 'db.internal resolves to a private, loopback or reserved address'), 25_000);
     assert.equal(internal.status, 403);
     assert.match(internal.detail, /OUTBOUND_ALLOWLIST/);
-    const port = destinationError(new OutboundError('blocked_address', 'port 25 belongs to another protocol and is refused for outbound HTTP'), 25_000);
+    const port = destinationError(new OutboundError('blocked_address', 'port 25 belongs to another protocol and is refused for outbound HTTP', { port: 25 }), 25_000);
     assert.equal(port.status, 403);
     assert.match(port.detail, /port 25/);
     assert.doesNotMatch(port.detail, /OUTBOUND_ALLOWLIST/);

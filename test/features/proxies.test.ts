@@ -105,6 +105,9 @@ describe('proxies API', () => {
         assertInvalid(await create({ ...PROXY, destination_url: url }), 'body.destination_url');
       }
       assertInvalid(await create({ ...PROXY, destination_url: 'http://127.0.0.1:8080/' }), 'body.destination_url');
+      const smtp = await create({ ...PROXY, destination_url: 'http://mail.example:25/' });
+      assertInvalid(smtp, 'body.destination_url');
+      assert.deepEqual(smtp.body.errors['body.destination_url'], ['must not use port 25, which belongs to another protocol: outbound HTTP to it is refused']);
       // The URL parser drops these silently: the stored URL would name one host and call another.
       for (const url of [` ${PROXY.destination_url} `, 'https://api.pro\tcessor.example/v1', `${PROXY.destination_url}\n`, 'https://api.processor.example/a b', 'https://api.processor\r\n.example/']) {
         assertInvalid(await create({ ...PROXY, destination_url: url }), 'body.destination_url');

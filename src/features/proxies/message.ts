@@ -283,7 +283,7 @@ export function destinationError(err: OutboundError, timeoutMs: number): ApiErro
       // OUTBOUND_ALLOWLIST lifts the refusal of internal addresses, never that of other protocols' ports.
       return new ApiError(
         403,
-        /^port \d+ /.test(err.message)
+        err.port !== undefined
           ? `The destination may not be called: ${err.message}.`
           : `The destination may not be called: ${err.message}. Internal addresses are refused unless OUTBOUND_ALLOWLIST names them.`,
       );

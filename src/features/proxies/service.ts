@@ -12,6 +12,7 @@ import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
+import { refusalMessage } from '../../outbound/errors.ts';
 import { configurationTooLarge, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
 import { hashApiKey } from '../../vault/api-keys.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
@@ -191,7 +192,7 @@ export function createProxyService(deps: {
     } catch (err) {
       if (!(err instanceof OutboundError)) throw err;
       // The client's messages name at most the host and are written to be shown to callers.
-      errors.add('body.destination_url', err.code === 'blocked_address' ? `must not point to an internal address: ${err.message}` : err.message);
+      errors.add('body.destination_url', refusalMessage(err));
       return url;
     }
   }

@@ -8,6 +8,7 @@ import type { Principal } from '../../access/principal.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
+import { refusalMessage } from '../../outbound/errors.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { LogService } from '../logs/service.ts';
 import { ALL_EVENTS, MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from './schema.ts';
@@ -76,7 +77,7 @@ export function createWebhookService(deps: {
     } catch (err) {
       if (!(err instanceof OutboundError)) throw err;
       // The client's messages name at most the host and are written to be shown to callers.
-      errors.add('body.url', err.code === 'blocked_address' ? `must not point to an internal address: ${err.message}` : err.message);
+      errors.add('body.url', refusalMessage(err));
       return url;
     }
   }
