@@ -184,6 +184,24 @@ describe('bt: the SDK object over host methods', () => {
     assert.equal(calls.length, 0);
   });
 
+  it('arguments JSON cannot hold reject the returned promise (a .catch() sees them); the host never sees them', async () => {
+    const { sdk, calls } = recordingSdk();
+    const r = await run(
+      `module.exports = async ({ bt }) => {
+        const cyclic = {}; cyclic.self = cyclic;
+        const args = [{ n: 1n }, cyclic, { toJSON() { throw new Error('no'); } }];
+        return Promise.all(args.map((a) => bt.tokens.create(a).then(() => 'sent', (e) => e.name + ': ' + e.message.split('\\n')[0])));
+      };`,
+      { sdk },
+    );
+    assert.deepEqual(value(r), [
+      'TypeError: The arguments of bt.tokens.create cannot be sent as JSON: Do not know how to serialize a BigInt',
+      'TypeError: The arguments of bt.tokens.create cannot be sent as JSON: Converting circular structure to JSON',
+      'TypeError: The arguments of bt.tokens.create cannot be sent as JSON: no',
+    ]);
+    assert.equal(calls.length, 0);
+  });
+
   it('calls made after the function settled are never started', async () => {
     const { sdk, calls } = recordingSdk();
     const r = await run(`module.exports = async ({ bt }) => { Promise.resolve().then(() => 0).then(() => 0).then(() => bt.tokens.delete('t')); return 'done'; };`, { sdk });

@@ -42,7 +42,16 @@ function makeSdk(methods) {
         if (mine !== callNo) {
           return new $Promise((resolve, reject) => reject(new $Error('This bt belongs to an earlier call: use the bt of the current call (req.bt).')));
         }
-        return hostCall('sdk', jsonStringify({ __proto__: null, method: name, args }), apiErrorFromHost);
+        // Arguments JSON cannot hold (a BigInt, a cycle, a throwing toJSON) reject like every
+        // other failure of the call, instead of throwing past a `.catch()` the code attached.
+        let payload;
+        try {
+          payload = jsonStringify({ __proto__: null, method: name, args });
+        } catch (e) {
+          const err = new $TypeError(`The arguments of bt.${name} cannot be sent as JSON: ${describe(e)}`);
+          return new $Promise((resolve, reject) => reject(err));
+        }
+        return hostCall('sdk', payload, apiErrorFromHost);
       },
     }[last];
     setOwn(node, last, method);
