@@ -290,6 +290,12 @@ describe('fetch through the host bridge', () => {
     failed(await run(`module.exports = async () => fetch('https://x.test');`, { fetch: hidden.f }), { status: 422, kind: 'user_error', detail: /TypeError: fetch failed/ });
   });
 
+  it('a bridge message that already starts with "fetch failed: " is not prefixed twice', async () => {
+    const { f } = bridge(() => Promise.reject(new HttpError(400, 'fetch failed: The destination 10.0.0.1 is not allowed.')));
+    const r = await run(`module.exports = async () => { try { await fetch('https://x.test'); } catch (e) { return [e.name, e.message]; } };`, { fetch: f });
+    assert.deepEqual(value(r), ['TypeError', 'fetch failed: The destination 10.0.0.1 is not allowed.']);
+  });
+
   it('a response body over maxIoBytes is refused', async () => {
     const { f } = bridge(() => ({ status: 200, headers: {}, body: 'x'.repeat(5000) }));
     const r = await run(`module.exports = async () => { try { await fetch('https://x.test'); } catch (e) { return e.message; } };`, { fetch: f, limits: { maxIoBytes: 1000 } });

@@ -139,6 +139,14 @@ function bodyToString(body, headers) {
   return $String(body);
 }
 
+const FAILED = 'fetch failed: ';
+
+/** The host's error as fetch's TypeError; a bridge whose message already says "fetch failed: " is not prefixed twice. */
+function fetchFailed(e) {
+  const message = typeof e.message === 'string' ? e.message : 'the request could not be sent';
+  return new $TypeError(apply($slice, message, [0, FAILED.length]) === FAILED ? message : FAILED + message);
+}
+
 async function fetch(input, init = {}) {
   const source = input instanceof URL ? input.href : typeof input === 'string' ? input : input && typeof input.url === 'string' ? input.url : $String(input);
   const url = new URL(source);
@@ -154,10 +162,7 @@ async function fetch(input, init = {}) {
     if (!headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
   }
   url.hash = '';
-  const reply = await hostCall('fetch', jsonStringify({ __proto__: null, url: url.href, method, headers: headersToObject(headers), body }), (e) => {
-    const err = new $TypeError(`fetch failed: ${typeof e.message === 'string' ? e.message : 'the request could not be sent'}`);
-    return err;
-  });
+  const reply = await hostCall('fetch', jsonStringify({ __proto__: null, url: url.href, method, headers: headersToObject(headers), body }), fetchFailed);
   return new Response(reply.body, { status: reply.status, headers: reply.headers, url: url.href });
 }
 
