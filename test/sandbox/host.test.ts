@@ -274,6 +274,28 @@ describe('fetch through the host bridge', () => {
     assert.equal(seen.length, 0);
   });
 
+  it('header values the standard refuses (line breaks, NUL, beyond U+00FF) are a TypeError that never shows the value; replies keep theirs', async () => {
+    const { f, seen } = bridge(() => ({ status: 200, headers: { 'content-disposition': 'attachment; filename="€.txt"' }, body: '' }));
+    const r = await run(
+      `module.exports = async () => {
+        const out = [];
+        for (const v of ['secret\\r\\nx-injected: 1', 'a\\nb', 'nul\\0', 'ключ']) {
+          try { await fetch('https://x.test', { headers: { 'x-key': v } }); out.push('sent'); } catch (e) { out.push(e.name + ': ' + e.message); }
+        }
+        const h = new Headers();
+        try { h.set('x', 'a\\rb'); } catch (e) { out.push(e.name); }
+        h.append('x', ' \\té  ');
+        const res = await fetch('https://x.test', { headers: h });
+        out.push(res.headers.get('content-disposition'), new Response('', { headers: res.headers }).headers.get('content-disposition'));
+        return out;
+      };`,
+      { fetch: f },
+    );
+    const msg = 'TypeError: Invalid value for the header x-key: a line break, a NUL or a character above U+00FF cannot be sent.';
+    assert.deepEqual(value(r), [msg, msg, msg, msg, 'TypeError', 'attachment; filename="€.txt"', 'attachment; filename="€.txt"']);
+    assert.deepEqual(seen.map((s) => s.headers), [{ x: 'é' }]);
+  });
+
   it('without a bridge, fetch rejects with a TypeError', async () => {
     const r = await run(`module.exports = async () => { try { await fetch('https://x.test'); } catch (e) { return [e.name, e.message]; } };`);
     assert.deepEqual(value(r), ['TypeError', 'fetch failed: outbound requests are not available to this code']);

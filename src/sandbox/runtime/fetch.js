@@ -4,8 +4,20 @@
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-function normalizeHeaderValue(v) {
-  return $String(v).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+// What the Fetch standard refuses in a header value (NUL, CR, LF), and what is not a ByteString.
+const BAD_HEADER_VALUE = /[\0\r\n]|[^\0-\u00ff]/;
+
+/**
+ * Trimmed as the standard does; a value that cannot be sent is a TypeError here, where the code
+ * set it, not a failure of the request later. The message names the header, never the value,
+ * which may be a credential or detokenized data.
+ */
+function normalizeHeaderValue(name, v) {
+  const value = $String(v).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+  if (BAD_HEADER_VALUE.test(value)) {
+    throw new $TypeError(`Invalid value for the header ${name}: a line break, a NUL or a character above U+00FF cannot be sent.`);
+  }
+  return value;
 }
 
 class Headers {
@@ -13,7 +25,7 @@ class Headers {
   constructor(init) {
     if (init === undefined || init === null) return;
     if (init instanceof Headers) {
-      for (const [k, v] of init) this.append(k, v);
+      this.#map = new Map(init.#map); // already checked when they were set
     } else if (typeof init === 'object' && typeof init[Symbol.iterator] === 'function') {
       for (const pair of init) {
         const p = Array.from(pair);
@@ -26,6 +38,15 @@ class Headers {
       throw new $TypeError('Headers must be an object, an array of pairs or a Headers.');
     }
   }
+  /**
+   * A reply's headers as the host sent them: what a destination answered is not refused here
+   * (a UTF-8 value, say), only what the code itself sets is checked.
+   */
+  static _fromHost(obj) {
+    const h = new Headers();
+    for (const k of keys(obj)) h.#map.set($String(k).toLowerCase(), $String(obj[k]));
+    return h;
+  }
   #name(name) {
     const n = $String(name);
     if (!HEADER_NAME.test(n)) throw new $TypeError(`Invalid header name: ${n}`);
@@ -33,12 +54,13 @@ class Headers {
   }
   append(name, value) {
     const n = this.#name(name);
-    const v = normalizeHeaderValue(value);
+    const v = normalizeHeaderValue(n, value);
     const old = this.#map.get(n);
     this.#map.set(n, old === undefined ? v : `${old}, ${v}`);
   }
   set(name, value) {
-    this.#map.set(this.#name(name), normalizeHeaderValue(value));
+    const n = this.#name(name);
+    this.#map.set(n, normalizeHeaderValue(n, value));
   }
   get(name) {
     const v = this.#map.get(this.#name(name));
@@ -70,6 +92,9 @@ class Headers {
     return 'Headers';
   }
 }
+
+const hostHeaders = Headers._fromHost;
+delete Headers._fromHost;
 
 function headersToObject(headers) {
   const out = create(null);
@@ -163,7 +188,7 @@ async function fetch(input, init = {}) {
   }
   url.hash = '';
   const reply = await hostCall('fetch', jsonStringify({ __proto__: null, url: url.href, method, headers: headersToObject(headers), body }), fetchFailed);
-  return new Response(reply.body, { status: reply.status, headers: reply.headers, url: url.href });
+  return new Response(reply.body, { status: reply.status, headers: hostHeaders(reply.headers), url: url.href });
 }
 
 defineGlobal('Headers', Headers);
