@@ -53,6 +53,26 @@ describe('the function contract', () => {
     assert.match(r.console[4], /^\[error\] TypeError: bad/);
   });
 
+  it('console.assert, table, count, time and group work as in Node instead of throwing, and start over every call', async () => {
+    const code = `module.exports = async () => {
+      console.assert(true, 'not shown'); console.assert(false); console.assert(false, 'msg', 1); console.assert(0, { a: 1 });
+      console.count(); console.count(); console.count('x'); console.countReset(); console.count();
+      console.time('t'); console.timeLog('t', 'mid'); console.timeEnd('t'); console.timeEnd('t');
+      console.group('G'); console.log('in'); console.groupCollapsed(); console.log('deeper'); console.groupEnd(); console.groupEnd(); console.groupEnd();
+      console.table([{ a: 1 }]);
+      return 1;
+    };`;
+    for (let i = 0; i < 2; i++) {
+      const r = await run(code);
+      assert.equal(value(r), 1);
+      assert.deepEqual(
+        r.console.map((l) => l.replace(/\d+ms/, 'Nms')),
+        ['[error] Assertion failed', '[error] Assertion failed: msg 1', '[error] Assertion failed: { a: 1 }', 'default: 1', 'default: 2', 'x: 1', 'default: 1',
+          't: Nms mid', 't: Nms', "[warn] No such label 't' for console.timeEnd()", 'G', '  in', '    deeper', '[ { a: 1 } ]'],
+      );
+    }
+  });
+
   it('returns the console lines of failed runs too', async () => {
     const r = await run(`module.exports = async () => { console.log('before'); throw new Error('boom'); };`);
     failed(r, { status: 422, kind: 'user_error', detail: 'boom' });

@@ -1,4 +1,5 @@
-// console.log/info/debug/warn/error/trace/dir: each call becomes one line sent to the host,
+// console.log/info/debug/warn/error/trace/dir (and assert, table, count, time, group and their
+// companions, so code written for Node or browsers does not fail on them): each call becomes one line sent to the host,
 // which returns the lines with the result and never logs them. warn and error lines start
 // with "[warn] " and "[error] ". At most LIMITS.maxConsoleLines lines are sent, then one
 // line saying the rest was dropped; each line is cut at MAX_LINE characters. Every call starts
@@ -68,6 +69,11 @@ function formatArgs(args) {
   return out.length > MAX_LINE ? apply($slice, out, [0, MAX_LINE]) + '…' : out;
 }
 
+const $now = Date.now;
+let counts = create(null);
+let timeStarts = create(null);
+let groupIndent = '';
+
 function emit(prefix, args) {
   if (consoleLines > LIMITS.maxConsoleLines) return;
   consoleLines++;
@@ -81,12 +87,38 @@ function emit(prefix, args) {
   } catch {
     line = '[unprintable]'; // built-ins the code tampered with; the line is still counted and sent
   }
-  send('log', prefix + line);
+  send('log', groupIndent + prefix + line);
 }
 
-/** A new call: no line sent yet. */
+function label(l) {
+  return l === undefined ? 'default' : $String(l);
+}
+
+function timeLog(l, args, end) {
+  const name = label(l);
+  const start = timeStarts[name];
+  if (start === undefined) {
+    emit('[warn] ', [`No such label '${name}' for console.time${end ? 'End' : 'Log'}()`]);
+    return;
+  }
+  if (end) delete timeStarts[name];
+  emit('', withFirst(`${name}: ${$now() - start}ms`, args));
+}
+
+/** [first, ...rest] without the (replaceable) iterator protocol; `first` undefined leaves `rest` as is. */
+function withFirst(first, rest) {
+  if (first === undefined) return rest;
+  const out = [first];
+  for (let i = 0; i < rest.length; i++) out[i + 1] = rest[i];
+  return out;
+}
+
+/** A new call: no line sent yet, no count, timer or group of an earlier call. */
 function resetConsole() {
   consoleLines = 0;
+  counts = create(null);
+  timeStarts = create(null);
+  groupIndent = '';
 }
 
 const consoleMethods = freeze({
@@ -98,12 +130,44 @@ const consoleMethods = freeze({
   error: (...args) => emit('[error] ', args),
   trace: (...args) => emit('[trace] ', args),
   dir: (value) => emit('', [value]),
+  assert: (condition, ...args) => {
+    if (condition) return;
+    if (typeof args[0] === 'string') args[0] = `Assertion failed: ${args[0]}`;
+    emit('[error] ', args.length ? withFirst(typeof args[0] === 'string' ? undefined : 'Assertion failed:', args) : ['Assertion failed']);
+  },
+  table: (data) => emit('', [data]),
+  count: (l) => {
+    const name = label(l);
+    counts[name] = (counts[name] || 0) + 1;
+    emit('', [`${name}: ${counts[name]}`]);
+  },
+  countReset: (l) => {
+    delete counts[label(l)];
+  },
+  time: (l) => {
+    const name = label(l);
+    if (timeStarts[name] === undefined) timeStarts[name] = $now();
+  },
+  timeLog: (l, ...args) => timeLog(l, args, false),
+  timeEnd: (l) => timeLog(l, [], true),
+  group: (...args) => {
+    if (args.length) emit('', args);
+    groupIndent += '  ';
+  },
+  groupEnd: () => {
+    groupIndent = apply($slice, groupIndent, [2]);
+  },
 });
 
 /** A console object of the shared methods; a new one for every call, so code may patch its own. */
 function makeConsole() {
   const m = consoleMethods;
-  return { log: m.log, info: m.info, debug: m.debug, warn: m.warn, error: m.error, trace: m.trace, dir: m.dir };
+  return {
+    log: m.log, info: m.info, debug: m.debug, warn: m.warn, error: m.error, trace: m.trace, dir: m.dir,
+    assert: m.assert, table: m.table, count: m.count, countReset: m.countReset,
+    time: m.time, timeLog: m.timeLog, timeEnd: m.timeEnd,
+    group: m.group, groupCollapsed: m.group, groupEnd: m.groupEnd,
+  };
 }
 
 defineGlobal('console', makeConsole());
