@@ -305,6 +305,24 @@ describe('timers and the rest', () => {
     assert.deepEqual(r, ['micro', 't0', 't30:xy']);
   });
 
+  it('delays beyond 32 bits (Infinity too) fire at once as in Node, like NaN and negative ones', async () => {
+    const r = await run(
+      `module.exports = async () => {
+        const order = [];
+        await new Promise((resolve) => {
+          setTimeout(() => order.push('infinity'), Infinity);
+          setTimeout(() => order.push('2^31'), 2 ** 31);
+          setTimeout(() => order.push('nan'), NaN);
+          setTimeout(() => order.push('negative'), -5);
+          setTimeout(resolve, 40);
+        });
+        return order;
+      };`,
+      { limits: { timeoutMs: 2000 } },
+    );
+    assert.deepEqual(value(r), ['infinity', '2^31', 'nan', 'negative']);
+  });
+
   it('setInterval repeats until cleared; setImmediate runs soon', async () => {
     const r = await inside(`
       const ticks = [];

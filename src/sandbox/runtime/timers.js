@@ -22,7 +22,10 @@ function addTimer(callback, delay, args, repeat) {
   if (typeof callback !== 'function') throw new $TypeError('The callback must be a function.');
   if (pendingTimers >= LIMITS.maxTimers) throw new $RangeError(`Too many pending timers: at most ${LIMITS.maxTimers}.`);
   checkTimerBudget();
-  const ms = $max(0, $min($Number(delay) || 0, 2147483647));
+  // As in Node: a delay that does not fit in 32 bits (Infinity included) becomes 1 ms, not
+  // "never" (browsers wrap it round; neither waits for ever). NaN and negative delays are 0.
+  const n = $Number(delay);
+  const ms = n > 2147483647 ? 1 : $max(0, n || 0);
   const id = nextTimerId++;
   timers[id] = { __proto__: null, callback, args, ms: repeat ? $max(1, ms) : -1 };
   pendingTimers++;
