@@ -291,8 +291,9 @@ class Run {
     } else if (!this.#settled) {
       // An exception nothing caught: a rejection left unhandled when a task ended, or code
       // that escaped the function wrapper. Node would crash; the run fails.
-      const name = err instanceof Error && err.name !== 'Error' ? `${err.name}: ` : '';
-      this.#settled = { ok: false, error: failure(422, 'user_error', `${name}${message}`.slice(0, 2001)) };
+      const name = err instanceof Error && err.name !== 'Error' ? err.name : '';
+      const detail = name && message ? `${name}: ${message}` : name || message || 'The code threw an error.';
+      this.#settled = { ok: false, error: failure(422, 'user_error', detail.slice(0, 2001)) };
     }
   }
 

@@ -208,6 +208,12 @@ describe('errors thrown by user code', () => {
     failed(r, { status: 422, kind: 'user_error', detail: 'RangeError: in timer' });
   });
 
+  it('an error without a message is named alone, not "TypeError: " with nothing after it', async () => {
+    failed(await run(`module.exports = async () => { throw new TypeError(); };`), { status: 422, detail: 'TypeError' });
+    failed(await run(`module.exports = async () => { Promise.reject(new RangeError()); await new Promise((r) => setTimeout(r, 20)); };`), { status: 422, detail: 'RangeError' });
+    failed(await run(`module.exports = async () => { throw new Error(); };`), { status: 422, detail: 'The code threw an error.' });
+  });
+
   it('the result must be JSON-serializable', async () => {
     failed(await run('module.exports = async () => ({ n: 1n });'), { status: 422, kind: 'user_error', detail: /cannot be serialized as JSON.*BigInt/ });
     failed(await run('module.exports = async () => { const a = {}; a.a = a; return a; };'), { status: 422, kind: 'user_error', detail: /circular/ });

@@ -112,7 +112,7 @@ function fail(e) {
       name = undefined;
     }
     if (name === 'RangeError' && apply(regexpExec, RUNAWAY, [message]) !== null) kind = 'memory';
-    if (name && name !== 'Error') message = `${name}: ${message}`;
+    if (name && name !== 'Error') message = message === '' ? name : `${name}: ${message}`;
   }
   if (message.length > 2000) message = apply($slice, message, [0, 2000]) + '…';
   report({ __proto__: null, ok: false, status: brand ? brand.status : 422, kind, message, data });
