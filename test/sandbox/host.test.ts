@@ -296,6 +296,27 @@ describe('fetch through the host bridge', () => {
     assert.deepEqual(seen.map((s) => s.headers), [{ x: 'é' }]);
   });
 
+  it('methods: the common ones in any case are upper-cased, others sent as written, CONNECT/TRACE/TRACK refused', async () => {
+    const { f, seen } = bridge(() => ({ status: 200, headers: {}, body: '' }));
+    const r = await run(
+      `module.exports = async () => {
+        const out = [];
+        for (const method of ['get', 'Post', 'patch', 'delete', 'options', 'PROPFIND', 'purge', 'M-Search', 'trace', 'Connect', 'track']) {
+          try { await fetch('https://x.test', { method }); out.push('sent'); } catch (e) { out.push(e.name + ': ' + e.message); }
+        }
+        return out;
+      };`,
+      { fetch: f },
+    );
+    assert.deepEqual(value(r), [
+      ...Array(8).fill('sent'),
+      'TypeError: fetch cannot send a TRACE request.',
+      'TypeError: fetch cannot send a CONNECT request.',
+      'TypeError: fetch cannot send a TRACK request.',
+    ]);
+    assert.deepEqual(seen.map((s) => s.method), ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS', 'PROPFIND', 'purge', 'M-Search']);
+  });
+
   it('without a bridge, fetch rejects with a TypeError', async () => {
     const r = await run(`module.exports = async () => { try { await fetch('https://x.test'); } catch (e) { return [e.name, e.message]; } };`);
     assert.deepEqual(value(r), ['TypeError', 'fetch failed: outbound requests are not available to this code']);

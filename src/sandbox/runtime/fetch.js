@@ -164,6 +164,18 @@ function bodyToString(body, headers) {
   return $String(body);
 }
 
+// As the Fetch standard does (and Coffer's outbound client, which adds PATCH): the common
+// methods in any case are upper-cased, others are sent as written, and these are refused.
+const NORMALIZED_METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'];
+const FORBIDDEN_METHODS = ['CONNECT', 'TRACE', 'TRACK'];
+
+function normalizeMethod(method) {
+  if (!HEADER_NAME.test(method)) throw new $TypeError(`Invalid method: ${method}`);
+  const upper = method.toUpperCase();
+  if (FORBIDDEN_METHODS.includes(upper)) throw new $TypeError(`fetch cannot send a ${upper} request.`);
+  return NORMALIZED_METHODS.includes(upper) ? upper : method;
+}
+
 const FAILED = 'fetch failed: ';
 
 /** The host's error as fetch's TypeError; a bridge whose message already says "fetch failed: " is not prefixed twice. */
@@ -177,8 +189,7 @@ async function fetch(input, init = {}) {
   const url = new URL(source);
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new $TypeError(`fetch supports http and https URLs only, not ${url.protocol}`);
   init = init === null || init === undefined ? {} : init;
-  const method = $String(init.method === undefined ? (input && typeof input.method === 'string' ? input.method : 'GET') : init.method).toUpperCase();
-  if (!HEADER_NAME.test(method)) throw new $TypeError(`Invalid method: ${method}`);
+  const method = normalizeMethod($String(init.method === undefined ? (input && typeof input.method === 'string' ? input.method : 'GET') : init.method));
   const headers = new Headers(init.headers === undefined && input && input.headers ? input.headers : init.headers);
   let body;
   if (init.body !== undefined && init.body !== null) {
