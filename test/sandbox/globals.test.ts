@@ -60,6 +60,15 @@ const URL_CASES: [string, string?][] = [
   ['/only/path', 'https://base.test/x/y'],
   ['x', 'foo://h/a/b'],
   ['sc://ñ/x'],
+  // UTS #46 mapping of domains: fullwidth forms, ignored characters, ideographic full stops, ligatures
+  ['http://ＥＸＡＭＰＬＥ．ｃｏｍ/'],
+  ['http://ex\u00adample.com/'],
+  ['http://example。com/'],
+  ['http://example｡com/'],
+  ['http://ﬁ.com/'],
+  ['http://①②⑦.0.0.1/'],
+  ['http://ＭÜNCHEN.de/'],
+  ['http://ǅ.com/'],
 ];
 const URL_INVALID: [string, string?][] = [
   ['http://a:65536'],
@@ -71,6 +80,10 @@ const URL_INVALID: [string, string?][] = [
   ['https://[1::2::3]/'],
   ['https://a<b/'],
   ['x', 'mailto:m@x'],
+  ['http://xn--ñ.com/'],
+  ['http://\u200d.com/'],
+  ['http://a／b.com/'],
+  ['http://%ef%bf%bf/'],
 ];
 
 const PARTS = ['href', 'origin', 'protocol', 'username', 'password', 'host', 'hostname', 'port', 'pathname', 'search', 'hash'] as const;

@@ -158,6 +158,20 @@ function punycodeLabel(label) {
   return 'xn--' + out;
 }
 
+// UTS #46 (the mapping the URL standard applies to domains), near enough without its tables:
+// NFKC with case folding (fullwidth ＥＸＡＭＰＬＥ is example), the characters it ignores (a soft
+// hyphen) dropped, and the ideographic full stops as dots. Refused: C1 controls, noncharacters
+// and the joiners U+200C and U+200D (valid only after a virama). Not checked: the bidi rules.
+const IDNA_IGNORED = /[\u00ad\u034f\u180b-\u180d\u180f\u200b\u2060\u2064\ufe00-\ufe0f\ufeff]|\udb40[\udd00-\uddef]/g;
+const IDNA_DISALLOWED = /[\u0080-\u009f\u200c\u200d\ufdd0-\ufdef\ufffe\uffff]|[\ud83f\ud87f\ud8bf\ud8ff\ud93f\ud97f\ud9bf\ud9ff\uda3f\uda7f\udabf\udaff\udb3f\udb7f\udbbf\udbff][\udffe\udfff]/;
+const IDNA_DOTS = /[\u3002\uff0e\uff61]/g;
+
+function idnaMap(domain, input) {
+  if (/^[\u0000-\u007f]*$/.test(domain)) return domain.toLowerCase();
+  if (IDNA_DISALLOWED.test(domain)) throw invalidURL(input);
+  return domain.replace(IDNA_IGNORED, '').toLowerCase().normalize('NFKC').toLowerCase().normalize('NFC').replace(IDNA_DOTS, '.');
+}
+
 const FORBIDDEN_HOST = /[\u0000\t\n\r #/:<>?@[\\\]^|]/;
 const FORBIDDEN_DOMAIN = /[\u0000-\u001f #%/:<>?@[\\\]^|\u007f]/;
 
@@ -171,11 +185,15 @@ function parseHost(raw, special, input) {
     return percentEncode(raw, C0_SET);
   }
   if (raw === '') throw invalidURL(input);
-  const domain = utf8Decode(percentDecodeBytes(raw), false).toLowerCase();
+  const domain = idnaMap(utf8Decode(percentDecodeBytes(raw), false), input);
   if (FORBIDDEN_DOMAIN.test(domain) || domain.includes('\ufffd')) throw invalidURL(input);
   const ascii = domain
     .split('.')
-    .map((label) => (/^[\u0000-\u007f]*$/.test(label) ? label : punycodeLabel(label.normalize('NFC'))))
+    .map((label) => {
+      if (/^[\u0000-\u007f]*$/.test(label)) return label;
+      if (/^xn--/.test(label)) throw invalidURL(input); // an A-label holds ASCII only
+      return punycodeLabel(label);
+    })
     .join('.');
   if (ascii.length > 253 || ascii === '') throw invalidURL(input);
   const ipv4 = parseIPv4(ascii, input);
