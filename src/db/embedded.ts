@@ -19,7 +19,10 @@ import type { Logger } from '../logger.ts';
  */
 export type EmbeddedServer = {
   url: string;
-  /** Stops the server if this process started it or adopted it orphaned; otherwise leaves it to its owner. */
+  /**
+   * Stops the server if this process owns it (started it, or adopted it orphaned) and no
+   * other process is connected; while others are, leaves it running without an owner.
+   */
   release(): Promise<void>;
 };
 
@@ -49,14 +52,14 @@ export async function startEmbeddedPostgres(
       const own = opts.takeOwnership && orphaned;
       if (own) writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
       log.info({ port: running.port, owned: own }, 'using the embedded PostgreSQL already running in DATA_DIR');
-      return server(running.url, own ? running.pid : undefined, runtimePath, runtime);
+      return server(running.url, pgdata, runtimePath, runtime.password, opts.takeOwnership, log);
     }
     try {
       const started = await spawnServer(bins.postgres, pgdata, ids, runtime.password);
       // Whoever starts the server stops it: a one-shot command leaves nothing running behind it.
       writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
       log.info({ port: started.port }, 'embedded PostgreSQL started');
-      return server(started.url, started.pid, runtimePath, runtime);
+      return server(started.url, pgdata, runtimePath, runtime.password, opts.takeOwnership, log);
     } catch (err) {
       // Another process may have won the race for the lock file or the port; look again.
       if (attempt >= 5) throw err;
@@ -65,15 +68,74 @@ export async function startEmbeddedPostgres(
   }
 }
 
-function server(url: string, ownedPid: number | undefined, runtimePath: string, runtime: RuntimeFile): EmbeddedServer {
+/**
+ * Ownership is read again at release, not remembered from the start: an owner that left
+ * while others still used the server left it without one, and a `serve` still using it
+ * (mayAdopt) then takes it over, so the last `serve` out stops it.
+ */
+function server(url: string, pgdata: string, runtimePath: string, password: string, mayAdopt: boolean, log: Logger): EmbeddedServer {
   return {
     url,
     async release() {
-      if (ownedPid === undefined) return;
-      writeRuntime(runtimePath, { password: runtime.password });
-      await stopServer(ownedPid);
+      const owner = readRuntime(runtimePath)?.owner_pid;
+      const mine = owner === process.pid;
+      if (!mine && !(mayAdopt && (owner === undefined || !isAlive(owner)))) return;
+      const pid = postmasterPid(pgdata);
+      // Another `serve` or `init` on the same DATA_DIR still uses it: stopping it would cut them off.
+      const others = pid === undefined ? 0 : await otherSessions(url);
+      writeRuntime(runtimePath, { password });
+      if (others > 0) {
+        log.info({ sessions: others }, 'other processes still use the embedded PostgreSQL; leaving it running for them');
+        return;
+      }
+      if (pid !== undefined) await stopServer(pid);
     },
   };
+}
+
+function readRuntime(runtimePath: string): RuntimeFile | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(runtimePath, 'utf8')) as RuntimeFile;
+  } catch {
+    return undefined;
+  }
+}
+
+function postmasterPid(pgdata: string): number | undefined {
+  try {
+    const pid = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return pid && isAlive(pid) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Client sessions other than the one asking. A process that has just exited may still show
+ * for a moment (its backend has not noticed yet), so a count above zero is looked at again
+ * for up to 2 s before it is believed.
+ */
+async function otherSessions(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch {
+    return 0; // not answering: nobody can be using it
+  }
+  try {
+    for (let i = 0; ; i++) {
+      const { rows } = await client.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+      );
+      if (rows[0].n === 0 || i >= 20) return rows[0].n;
+      await sleep(100);
+    }
+  } catch {
+    return 0;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 async function binaries(): Promise<{ postgres: string; initdb: string }> {

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, describe, it } from 'node:test';
+import { call } from '../helpers/http.ts';
+import { killServed, serve } from '../helpers/cli.ts';
+
+/**
+ * Several `coffer serve` processes on one DATA_DIR share its embedded PostgreSQL
+ * (docs/operations.md, "The embedded database"): whichever stops first must not take the
+ * database away from the others; the last one out stops it.
+ */
+
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-shared-'));
+after(() => {
+  killServed();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+function postmasterPid(): number | undefined {
+  try {
+    return Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('two serve processes on one DATA_DIR', () => {
+  it('the one that started the database stops without cutting off the other, which stops it last', async () => {
+    const first = await serve({ DATA_DIR: dataDir });
+    const key = first.firstKey!;
+    const second = await serve({ DATA_DIR: dataDir });
+    const postmaster = postmasterPid()!;
+    try {
+      assert.equal((await call(second.url, 'GET', '/tenants/self', { key })).status, 200);
+      assert.equal(await first.stop(), 0);
+      assert.ok(alive(postmaster), 'the database the second process uses is still running');
+      assert.equal((await call(second.url, 'GET', '/health/ready')).status, 200);
+      assert.equal((await call(second.url, 'GET', '/tenants/self', { key })).status, 200);
+    } finally {
+      assert.equal(await second.stop(), 0);
+    }
+    const end = Date.now() + 10_000;
+    while (alive(postmaster) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(alive(postmaster), false, 'the last process out stopped the database');
+    assert.equal(postmasterPid(), undefined);
+  });
+});
