@@ -195,7 +195,8 @@ export function createReactorService(deps: {
           const res = await outbound.request({ url: r.url, method: r.method, headers: r.headers, body: r.body, followRedirects: true });
           return { status: res.status, headers: flatten(res.headers), body: res.body.toString('utf8') };
         } catch (err) {
-          if (err instanceof OutboundError) throw new ApiError(err.code === 'blocked_address' || err.code === 'invalid_url' ? 400 : 502, `fetch failed: ${err.message}`);
+          // The runtime puts "fetch failed: " before the message itself (the bridge's contract).
+          if (err instanceof OutboundError) throw new ApiError(err.code === 'blocked_address' || err.code === 'invalid_url' ? 400 : 502, err.message);
           throw err;
         }
       },
