@@ -26,8 +26,12 @@ const READY = 'coffer:worker-ready';
 const STABLE_MS = 30_000;
 const BACKOFF_BASE_MS = 500;
 const BACKOFF_MAX_MS = 30_000;
-/** How long workers get to finish in-flight requests and jobs (they wait up to 15 s for jobs) before SIGKILL. */
-const STOP_TIMEOUT_MS = 30_000;
+/**
+ * How long workers get to stop before SIGKILL, beyond their own limits: SHUTDOWN_GRACE_SECONDS
+ * for requests in flight, 15 s for running jobs (src/db/jobs.ts), in parallel.
+ */
+const JOBS_STOP_MS = 15_000;
+const STOP_MARGIN_MS = 10_000;
 
 type ReadyMessage = { type: typeof READY; url: string; firstStart: boolean };
 
@@ -103,7 +107,8 @@ export async function runPrimary(config: Config, log: Logger, count: number): Pr
   let metricsListener: MetricsListener | undefined;
   try {
     await warnIfTooManyConnections(database, config, count, log);
-    const supervisor = new Supervisor(log, count, { DATABASE_URL: database.url });
+    const stopTimeoutMs = Math.max(config.shutdownGraceSeconds * 1000, JOBS_STOP_MS) + STOP_MARGIN_MS;
+    const supervisor = new Supervisor(log, count, { DATABASE_URL: database.url }, stopTimeoutMs);
     if (config.metricsToken) {
       const render = supervisor.metricsRenderer();
       metricsListener = await listenMetrics({ host: config.host, port: config.metricsPort!, token: config.metricsToken, log, render });
@@ -153,9 +158,12 @@ class Supervisor {
   private readonly restartsTotal: Counter;
   private readonly registry = new Registry();
 
-  constructor(log: Logger, count: number, env: Record<string, string>) {
+  private readonly stopTimeoutMs: number;
+
+  constructor(log: Logger, count: number, env: Record<string, string>, stopTimeoutMs: number) {
     this.log = log;
     this.env = env;
+    this.stopTimeoutMs = stopTimeoutMs;
     this.slots = Array.from({ length: count }, (_, i) => ({ index: i + 1, worker: undefined, startedAt: 0, failures: 0, restarts: 0, timer: undefined }));
     const slots = this.slots;
     new Gauge({
@@ -228,7 +236,7 @@ class Supervisor {
     for (const slot of this.slots) clearTimeout(slot.timer);
     const live = () => this.slots.map((s) => s.worker).filter((w): w is Worker => w !== undefined && !w.isDead());
     for (const worker of live()) worker.process.kill('SIGTERM');
-    const deadline = Date.now() + STOP_TIMEOUT_MS;
+    const deadline = Date.now() + this.stopTimeoutMs;
     while (live().length > 0 && Date.now() < deadline) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.max(0, deadline - Date.now()));

@@ -39,6 +39,8 @@ export type Config = {
   metricsToken: string | undefined;
   /** Serve /metrics on this port instead of the API port (required with `serve --workers N` > 1). */
   metricsPort: number | undefined;
+  /** On SIGTERM/SIGINT, how long requests in flight may run before their connections are closed. */
+  shutdownGraceSeconds: number;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -95,6 +97,7 @@ export function loadConfig(env: Env = process.env): Config {
     proxyAnonymousBurst: read.int('PROXY_ANONYMOUS_BURST', 40, 1, 1_000_000),
     metricsToken: read.secret('METRICS_TOKEN', 16),
     metricsPort: read.optionalInt('METRICS_PORT', 0, 65535),
+    shutdownGraceSeconds: read.int('SHUTDOWN_GRACE_SECONDS', 20, 0, 600),
   };
   if (config.metricsPort !== undefined && read.optional('METRICS_TOKEN') === undefined) {
     problems.push('METRICS_PORT is set but METRICS_TOKEN is not: metrics are served only with a token');

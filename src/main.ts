@@ -75,8 +75,15 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
         if (stopped) return;
         stopped = true;
         stopSweeper();
+        // Requests in flight may finish, but only for so long: one slow or stalled client
+        // (a body trickling in, a response nobody reads) must not keep the process from exiting.
+        const cutOff = setTimeout(() => {
+          log.warn({ grace_seconds: config.shutdownGraceSeconds }, 'requests still in flight after SHUTDOWN_GRACE_SECONDS; closing their connections');
+          app!.server.closeAllConnections();
+        }, config.shutdownGraceSeconds * 1000);
+        const closed = app!.close().finally(() => clearTimeout(cutOff));
         // Running jobs finish (bounded) while the database is still open; unfinished ones are retried after their lease.
-        await Promise.all([jobs?.stop(), app!.close(), metricsListener?.close()]);
+        await Promise.all([jobs?.stop(), closed, metricsListener?.close()]);
         await services!.outbound.close();
         services!.sandbox.dispose();
         // The seals counted since the last report, while the database is still open.
