@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { Database } from './database.ts';
@@ -20,6 +21,7 @@ export async function openDatabase(
     ? undefined
     : await startEmbeddedPostgres(config.dataDir, log, { takeOwnership: opts.takeOwnership });
   const url = config.databaseUrl ?? embedded!.url;
+  if (config.databaseUrl) await checkReachable(config.databaseUrl);
   const db = new Database(url, config.databasePoolSize, log);
   try {
     if (opts.migrate) await migrate(db.pool, log);
@@ -36,4 +38,34 @@ export async function openDatabase(
       await embedded?.release();
     },
   };
+}
+
+/** Long enough for a distant server behind TLS; a start that waits longer would look hung. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * One bounded connection before anything else. Without it a server that accepts the
+ * connection but never answers (or a firewall that drops packets) leaves the start waiting
+ * with nothing on screen, and a refused one fails with a bare "ECONNREFUSED" that does not
+ * say it was DATABASE_URL.
+ */
+async function checkReachable(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+  } catch (err) {
+    const message = (err as Error).message;
+    const reason = /timeout/i.test(message) ? `no answer within ${CONNECT_TIMEOUT_MS / 1000} s` : message;
+    throw new Error(`cannot connect to the database in DATABASE_URL (${describe(url)}): ${reason}`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Where DATABASE_URL points, without its password. */
+function describe(url: string): string {
+  const u = new URL(url);
+  const user = u.username ? `${decodeURIComponent(u.username)}@` : '';
+  return `${user}${u.hostname || 'localhost'}:${u.port || 5432}${u.pathname.length > 1 ? u.pathname : ''}`;
 }
