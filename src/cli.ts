@@ -23,16 +23,19 @@ Settings come from the environment; see docs/configuration.md.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  const config = loadConfig();
+  // Read only for a command that runs: help and a mistyped command need no valid settings.
+  const config = () => loadConfig();
   switch (command) {
     case 'serve':
-      return serve(config, rest);
+      return serve(config(), rest);
     case 'migrate':
-      return runMigrate(config);
+      noOptions(rest);
+      return runMigrate(config());
     case 'init':
-      return init(config, rest);
+      return init(config(), rest);
     case 'rotate-keys':
-      return rotateKeys(config);
+      noOptions(rest);
+      return rotateKeys(config());
     case undefined:
     case 'help':
     case '--help':
@@ -43,6 +46,11 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`Unknown command "${command}".\n\n${USAGE}\n`);
       return 1;
   }
+}
+
+/** A mistyped option must not be ignored: `migrate --dry-run` would migrate. */
+function noOptions(args: string[]): void {
+  parseArgs({ args, options: {}, strict: true });
 }
 
 async function serve(config: Config, args: string[]): Promise<number> {

@@ -194,4 +194,20 @@ describe('the embedded PostgreSQL and the coffer command', () => {
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /Unknown command "frobnicate"/);
   });
+
+  it('help needs no valid settings; commands without options refuse any instead of ignoring them', async () => {
+    const help = await runCli(['--help'], { PORT: 'eighty' });
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: coffer <command>/);
+    const typo = await runCli(['migrat'], { PORT: 'eighty' });
+    assert.equal(typo.code, 1);
+    assert.match(typo.stderr, /Unknown command "migrat"/);
+    const dataDir = tempDir();
+    for (const args of [['migrate', '--dry-run'], ['rotate-keys', 'now']]) {
+      const res = await runCli(args, { DATA_DIR: dataDir });
+      assert.equal(res.code, 1, args.join(' '));
+      assert.match(res.stderr, /^coffer: (Unknown option '--dry-run'|Unexpected argument 'now')/);
+    }
+    assert.equal(fs.existsSync(path.join(dataDir, 'postgres')), false, 'nothing was started');
+  });
 });
