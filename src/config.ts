@@ -74,7 +74,7 @@ export function loadConfig(env: Env = process.env): Config {
     sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 180, 1, 86_400),
     idempotencyTtlHours: read.int('IDEMPOTENCY_TTL_HOURS', 24, 1, 720),
     sweepIntervalSeconds: read.int('SWEEP_INTERVAL_SECONDS', 30, 1, 86_400),
-    workers: read.oneOf('WORKERS', '1', ['0', '1']) === '1',
+    workers: read.oneOf('WORKERS', '1', ['0', '1'], 'it switches background jobs on or off; the number of server processes is `coffer serve --workers N`') === '1',
     outboundAllowlist: read.list('OUTBOUND_ALLOWLIST'),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
@@ -101,6 +101,10 @@ export function loadConfig(env: Env = process.env): Config {
   };
   if (config.metricsPort !== undefined && read.optional('METRICS_TOKEN') === undefined) {
     problems.push('METRICS_PORT is set but METRICS_TOKEN is not: metrics are served only with a token');
+  }
+  // Else the metrics listener fails with EADDRINUSE on a port the API has just taken, which reads like another program's fault.
+  if (config.metricsPort !== undefined && config.metricsPort !== 0 && config.metricsPort === config.port) {
+    problems.push(`METRICS_PORT must differ from PORT (both are ${config.port}); leave METRICS_PORT unset to serve /metrics on the API port`);
   }
 
   if (problems.length > 0) throw new ConfigError(problems);
@@ -166,11 +170,11 @@ class Reader {
     return value;
   }
 
-  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[]): T {
+  oneOf<T extends string>(name: string, fallback: T, allowed: readonly T[], hint?: string): T {
     const raw = this.optional(name);
     if (raw === undefined) return fallback;
     if (!allowed.includes(raw as T)) {
-      this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}")`);
+      this.problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}")${hint ? `: ${hint}` : ''}`);
       return fallback;
     }
     return raw as T;

@@ -190,6 +190,9 @@ describe('the embedded PostgreSQL and the coffer command', () => {
     assert.match(bad.stderr, /PORT must be a whole number/);
     assert.match(bad.stderr, /LOG_LEVEL must be one of/);
     assert.match(bad.stderr, /DATABASE_URL must be a postgres/);
+    const workers = await runCli(['serve'], { WORKERS: '4' });
+    assert.equal(workers.code, 1);
+    assert.match(workers.stderr, /WORKERS must be one of 0, 1 \(got "4"\): .*coffer serve --workers N/);
     const unknown = await runCli(['frobnicate'], {});
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /Unknown command "frobnicate"/);

@@ -171,6 +171,9 @@ describe('metrics settings', () => {
     assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), (err: unknown) => err instanceof ConfigError && /METRICS_TOKEN must be at least 16/.test(err.message));
     assert.throws(() => loadConfig({ METRICS_PORT: '9464' }), (err: unknown) => err instanceof ConfigError && /METRICS_PORT is set but METRICS_TOKEN is not/.test(err.message));
     assert.throws(() => loadConfig({ METRICS_TOKEN: TOKEN, METRICS_PORT: '70000' }), /METRICS_PORT must be a whole number/);
+    assert.throws(() => loadConfig({ METRICS_TOKEN: TOKEN, METRICS_PORT: '8080' }), /METRICS_PORT must differ from PORT \(both are 8080\)/);
+    assert.throws(() => loadConfig({ METRICS_TOKEN: TOKEN, PORT: '9464', METRICS_PORT: '9464' }), /METRICS_PORT must differ from PORT/);
+    assert.equal(loadConfig({ METRICS_TOKEN: TOKEN, PORT: '0', METRICS_PORT: '0' }).metricsPort, 0, 'two free ports are picked');
     const config = loadConfig({ METRICS_TOKEN: TOKEN, METRICS_PORT: '9464' });
     assert.equal(config.metricsToken, TOKEN);
     assert.equal(config.metricsPort, 9464);
