@@ -42,7 +42,11 @@ export async function startEmbeddedPostgres(
 
   const pgdata = path.join(dataDir, 'postgres');
   const runtimePath = path.join(dataDir, 'postgres.json');
-  if (!fs.existsSync(path.join(pgdata, 'PG_VERSION'))) initialise(bins.initdb, pgdata, runtimePath, ids, log);
+  if (!fs.existsSync(path.join(pgdata, 'PG_VERSION'))) {
+    await underInitLock(dataDir, () => {
+      if (!fs.existsSync(path.join(pgdata, 'PG_VERSION'))) initialise(bins.initdb, pgdata, runtimePath, ids, log);
+    });
+  }
   const runtime = JSON.parse(fs.readFileSync(runtimePath, 'utf8')) as RuntimeFile;
 
   for (let attempt = 1; ; attempt++) {
@@ -200,6 +204,52 @@ function canSearch(st: fs.Stats, ids: Ids): boolean {
   if (st.uid === ids.uid) return (st.mode & 0o100) !== 0;
   if (st.gid === ids.gid) return (st.mode & 0o010) !== 0;
   return (st.mode & 0o001) !== 0;
+}
+
+/** initdb takes seconds; a lock holder that lives longer than this is not initialising any more. */
+const INIT_WAIT_MS = 120_000;
+
+/**
+ * Two first starts on one DATA_DIR (a `serve` and an `init` at once) must not both run
+ * initdb: each would write its own password to postgres.json, and the loser's could be left
+ * there for the winner's cluster, locking every later start out. The lock file holds the pid
+ * of the process initialising; one left by a process that died is taken over.
+ */
+async function underInitLock(dataDir: string, fn: () => void): Promise<void> {
+  const lockPath = path.join(dataDir, 'postgres.init.lock');
+  const until = Date.now() + INIT_WAIT_MS;
+  for (;;) {
+    try {
+      fs.writeFileSync(lockPath, String(process.pid), { flag: 'wx', mode: 0o600 });
+      break;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    const holder = lockHolder(lockPath);
+    if (holder === 'dead') fs.rmSync(lockPath, { force: true });
+    if (holder === 'dead' || holder === 'gone') continue;
+    if (Date.now() > until) {
+      throw new Error(`another process has been creating the embedded PostgreSQL cluster for over ${INIT_WAIT_MS / 1000} s; if none is, remove ${lockPath}`);
+    }
+    await sleep(200);
+  }
+  try {
+    fn();
+  } finally {
+    fs.rmSync(lockPath, { force: true });
+  }
+}
+
+/** Whether the lock's holder still runs. An empty file is one being written, unless it has stayed empty. */
+function lockHolder(lockPath: string): 'alive' | 'dead' | 'gone' {
+  try {
+    const text = fs.readFileSync(lockPath, 'utf8').trim();
+    if (text === '') return Date.now() - fs.statSync(lockPath).mtimeMs > 5000 ? 'dead' : 'alive';
+    const pid = Number(text);
+    return pid > 0 && isAlive(pid) ? 'alive' : 'dead';
+  } catch {
+    return 'gone';
+  }
 }
 
 /** initdb into a scratch directory and rename, so a crash mid-way never leaves a half cluster. */

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { call } from '../helpers/http.ts';
-import { killServed, serve } from '../helpers/cli.ts';
+import { killServed, runCli, serve } from '../helpers/cli.ts';
+import { rememberSecret } from '../helpers/server.ts';
 
 /**
  * Several `coffer serve` processes on one DATA_DIR share its embedded PostgreSQL
@@ -13,14 +14,15 @@ import { killServed, serve } from '../helpers/cli.ts';
  */
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-shared-'));
+const freshDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-shared-'));
 after(() => {
   killServed();
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  for (const dir of [dataDir, freshDir]) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function postmasterPid(): number | undefined {
+function postmasterPid(dir = dataDir): number | undefined {
   try {
-    return Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number(fs.readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
   } catch {
     return undefined;
   }
@@ -54,5 +56,20 @@ describe('two serve processes on one DATA_DIR', () => {
     while (alive(postmaster) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
     assert.equal(alive(postmaster), false, 'the last process out stopped the database');
     assert.equal(postmasterPid(), undefined);
+  });
+});
+
+describe('first starts at once on a new DATA_DIR', () => {
+  it('create one cluster between them, whose password every later start knows', async () => {
+    const results = await Promise.all([1, 2, 3].map(() => runCli(['init', '--json'], { DATA_DIR: freshDir })));
+    for (const res of results) {
+      assert.equal(res.code, 0, res.stderr);
+      rememberSecret(JSON.parse(res.stdout).api_key);
+    }
+    const later = await runCli(['migrate'], { DATA_DIR: freshDir });
+    assert.equal(later.code, 0, later.stderr);
+    assert.match(later.stdout, /up to date/);
+    assert.deepEqual(fs.readdirSync(freshDir).sort(), ['keys', 'postgres', 'postgres.json'], 'no scratch cluster or lock left behind');
+    assert.equal(postmasterPid(freshDir), undefined, 'nothing left running');
   });
 });
