@@ -20,7 +20,10 @@ export class Database {
   private readonly names = new Map<string, string>();
 
   constructor(url: string, poolSize: number, log: Logger) {
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000 });
+    // A database that hangs or a network that drops packets must not hold requests for minutes:
+    // a connection takes at most 10 s to open (or to come free in the pool), and TCP keepalive
+    // notices a peer that went away silently.
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 10_000, keepAlive: true });
     // An idle client losing its connection must not take the process down.
     this.pool.on('error', (err) => log.error({ err: err.message }, 'idle database connection failed'));
     // Nor a checked-out one: the pool listens only to idle clients, and a connection lost while a

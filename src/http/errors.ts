@@ -203,9 +203,25 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, error:
   return reply.code(error.status).type('application/problem+json').send(JSON.stringify(error.toProblem(request.id)));
 }
 
+/**
+ * Failures that mean the database cannot be reached right now (refused, reset, timed out,
+ * shutting down, out of connections), as opposed to a bug: the caller may retry.
+ */
+const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
+const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error)/;
+
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return (typeof e?.code === 'string' && DATABASE_UNAVAILABLE_CODES.has(e.code)) || (typeof e?.message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(e.message));
+}
+
 export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const apiError = toApiError(err);
   if (apiError) return sendProblem(reply, request, apiError);
+  if (isDatabaseUnavailable(err)) {
+    request.log.error({ err: { message: err.message, code: err.code } }, 'database unavailable');
+    return sendProblem(reply.header('retry-after', '1'), request, new ApiError(503, 'The database is not available right now; retry shortly.'));
+  }
   request.log.error({ err: { message: err.message, stack: err.stack, code: err.code } }, 'unhandled error');
   return sendProblem(reply, request, new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.'));
 }

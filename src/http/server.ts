@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { STATUS_CODES } from 'node:http';
+import http, { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import Fastify, { type ConnectionError, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -25,10 +25,19 @@ function validators() {
   return { coercing, exact };
 }
 
-export function createServer(log: Logger, opts: { bodyLimit?: number } = {}): FastifyInstance {
+export function createServer(log: Logger, opts: { bodyLimit?: number; requestTimeoutMs?: number } = {}): FastifyInstance {
   const app = Fastify({
     loggerInstance: log,
     bodyLimit: opts.bodyLimit ?? 1_048_576,
+    // A client has 2 minutes to send its whole request (headers and body): one that trickles
+    // bytes must not hold a connection, and the memory of its half-read body, forever. Node
+    // looks for such requests every second (its default, 30 s, let them run on that long).
+    // Fastify passes no such option on, so the server is made here, with Fastify's keep-alive.
+    serverFactory: (handler) => {
+      const server = http.createServer({ requestTimeout: opts.requestTimeoutMs ?? 120_000, connectionsCheckingInterval: 1000 }, handler);
+      server.keepAliveTimeout = 72_000;
+      return server;
+    },
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.-]{1,100}$/.test(given) ? given : randomUUID();

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -107,6 +108,15 @@ describe('unexpected errors', () => {
     app.get('/boom-coded', { config: { access: 'public' } }, async () => {
       throw Object.assign(new Error('SELECT secret FROM vault'), { code: '42P01', statusCode: 500 });
     });
+    app.get('/db-down', { config: { access: 'public' } }, async () => {
+      throw Object.assign(new Error('connect ECONNREFUSED 10.1.2.3:5432'), { code: 'ECONNREFUSED' });
+    });
+    app.get('/db-pool-timeout', { config: { access: 'public' } }, async () => {
+      throw new Error('timeout exceeded when trying to connect');
+    });
+    app.get('/db-shutdown', { config: { access: 'public' } }, async () => {
+      throw Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+    });
     app.get('/typed', { config: { access: 'public' } }, async () => {
       throw new ApiError(422, 'The refund is above the balance.', { 'body.amount': ['too much'] });
     });
@@ -125,6 +135,16 @@ describe('unexpected errors', () => {
       assert.equal(res.body.request_id, `req-${path.slice(1)}`);
       assert.deepEqual(Object.keys(res.body).sort(), ['detail', 'request_id', 'status', 'title', 'type']);
       assert.doesNotMatch(res.text, /db-internal|coffer_admin|5432|SELECT|vault|42P01|stack/);
+    }
+  });
+
+  it('a database that cannot be reached is a 503 to retry, with Retry-After and nothing of the cause', async () => {
+    for (const path of ['/db-down', '/db-pool-timeout', '/db-shutdown']) {
+      const res = await call(url, 'GET', path);
+      assertProblem(res, 503);
+      assert.equal(res.headers.get('retry-after'), '1');
+      assert.match(res.body.detail, /retry/);
+      assert.doesNotMatch(res.text, /10\.1\.2\.3|5432|ECONNREFUSED|57P01|administrator/);
     }
   });
 
@@ -183,5 +203,30 @@ describe('error helpers', () => {
     const e = ApiError.notFound('widget');
     assert.equal(toApiError(e), e);
     assert.equal(toApiError(Object.assign(new Error('too big'), { statusCode: 413, code: 'FST_ERR_CTP_BODY_TOO_LARGE' }))?.status, 413);
+  });
+});
+
+describe('a client that trickles its request', () => {
+  it('is answered 408 and disconnected once the request timeout passes', async () => {
+    const app = createServer(createLogger('silent'), { requestTimeoutMs: 500 });
+    app.post('/slow', { config: { access: 'public' } }, async () => ({ ok: true }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = app.server.address() as net.AddressInfo;
+      const socket = net.connect(port, '127.0.0.1');
+      const started = Date.now();
+      let answer = '';
+      socket.on('data', (chunk) => (answer += chunk.toString()));
+      socket.write('POST /slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+      // A byte every 200 ms: never idle, never done.
+      const drip = setInterval(() => socket.write(' '), 200);
+      await new Promise((resolve) => socket.on('close', resolve));
+      clearInterval(drip);
+      const took = Date.now() - started;
+      assert.ok(took >= 450 && took < 5000, `closed after ${took} ms`);
+      assert.match(answer, /^HTTP\/1\.1 408/);
+    } finally {
+      await app.close();
+    }
   });
 });
