@@ -27,7 +27,7 @@ export function startSweeper(
     ['webhook deliveries', () => services.webhooks.sweepDeliveries(config.jobDeadRetentionDays)],
     // Events are what the delivery records name: kept as long.
     ['events', () => services.events.sweep(config.jobDeadRetentionDays)],
-    // An async reactor result is fetched soon after it completes; it lives as long as finished jobs.
+    // A reactor result (of a sync or an async run) is read soon after the run; it lives as long as finished jobs.
     ['reactor results', () => services.reactors.sweepResults(config.jobRetentionDays)],
   ];
   let running = false;

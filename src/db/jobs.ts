@@ -15,7 +15,8 @@ import { uuidv7 } from './ids.ts';
  *   that lost its lease cannot overwrite the outcome of the one that took it over.
  * - No transaction is open while a handler runs: the claim and each outcome are single
  *   autocommitted statements, since handlers do network I/O.
- * - Failures retry with capped exponential backoff and jitter; after `max_attempts` the job
+ * - Failures retry with capped exponential backoff and jitter, or on a fixed schedule for the
+ *   kinds given one (webhook deliveries: WEBHOOK_RETRY_SCHEDULE); after `max_attempts` the job
  *   is dead-lettered (`status = 'dead'`, `last_error` says why) and stays visible.
  */
 

@@ -9,8 +9,10 @@ export type OpenDatabase = { db: Database; url: string; close(): Promise<void> }
 
 /**
  * DATABASE_URL when set, otherwise the embedded PostgreSQL under DATA_DIR.
- * `serve` owns (and on exit stops) an embedded server it starts or finds orphaned;
- * one-shot commands such as `init` only borrow one.
+ * Whichever process starts the embedded server (`serve` or a one-shot command such as
+ * `init`) stops it on exit, unless other processes still use it; `serve` also adopts one
+ * it finds without a live owner, so the last `serve` out stops it. A one-shot command
+ * only borrows a server that is already running.
  */
 export async function openDatabase(
   config: Config,

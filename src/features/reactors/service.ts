@@ -377,7 +377,7 @@ export function createReactorService(deps: {
       await notifier.invalidateLocal(REACTOR_TOPIC);
     },
 
-    /** Deletes async results older than `days`. */
+    /** Deletes run results (synchronous and asynchronous) older than `days`. */
     sweepResults(days: number): Promise<number> {
       return deleteOldResultsAcrossTenants(db, days);
     },

@@ -413,9 +413,10 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
 
     /**
      * Deletes tokens past expires_at (unreadable since that instant), each with its audit entry
-     * and token.expired, a batch per transaction, until none is left: a fixed number per sweep
-     * would fall ever further behind a tenant expiring more tokens than that per interval. A
-     * bound on batches keeps the other sweeps, which run after this one, from starving.
+     * and token.expired, a batch per transaction, until none is left or SWEEP.batches have run:
+     * a small fixed number per sweep would fall ever further behind a tenant expiring more tokens
+     * than that per interval, and the bound keeps the other sweeps, which run after this one,
+     * from starving.
      */
     async sweepExpired(): Promise<number> {
       let deleted = 0;

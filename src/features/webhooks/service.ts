@@ -157,7 +157,7 @@ export function createWebhookService(deps: {
 
     /**
      * The `webhook.deliver` job: one signed POST, recorded as an attempt. Throwing makes the
-     * job runner retry with backoff and finally dead-letter it. An endpoint deleted, disabled
+     * job runner retry on WEBHOOK_RETRY_SCHEDULE and finally dead-letter it. An endpoint deleted, disabled
      * or unsubscribed since the event gets nothing.
      */
     async deliver(job: ClaimedJob<DeliveryPayload>): Promise<void> {

@@ -101,7 +101,6 @@ export async function deleteWebhook(db: Database, tenantId: string, id: string, 
   return db.one<Webhook>(`DELETE FROM webhooks WHERE tenant_id = $1 AND id = $2 RETURNING ${COLUMNS}`, [tenantId, id], tx);
 }
 
-/** The enabled webhooks an event of this type goes to; runs in the transaction of every event. */
 /**
  * One delivery job per event (rows of the CTE `eventsCte`: id, tenant_id, type, payload,
  * created_at) and enabled webhook of its tenant subscribed to its type: the outbox INSERT
