@@ -626,6 +626,28 @@ describe('POST /reactors/{id}/react', () => {
       assert.equal(events[1].payload.status, 422);
     });
 
+    it('under an idempotency key, a failed run is on record too: its uses, audit entry, events and result', async () => {
+      // The error message carries the detokenized data back to the caller: the use must be recorded.
+      const quiet = await reactor(`module.exports = async (req) => { throw new Error('got ' + req.args.s); };`);
+      // The same after a fetch (the entries before egress are written then, the outcome at the end).
+      const path = `/idem-failed-${randomUUID()}`;
+      const loud = await reactor(`module.exports = async (req) => { await fetch(req.args.url, { method: 'POST', body: req.args.s }); throw new Error('after'); };`);
+      for (const [id, args] of [[quiet, { s: `{{ ${secret} }}` }], [loud, { s: `{{ ${secret} }}`, url: receiver.url(path) }]] as const) {
+        const usesBefore = (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND operation = 'use'`, [secret])).rows[0].n;
+        const res = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { args }, headers: { 'svc-idempotency-key': randomUUID() } });
+        assertProblem(res, 422);
+        const events = await eventsOf(id);
+        assert.deepEqual(events.map((e) => e.type), ['reactor.invoked', 'reactor.failed']);
+        const requestId = events[0].payload.request_id;
+        const logs = await call(server, 'GET', `/logs?entity_type=reactor&entity_id=${id}`, { key: server.key });
+        assert.ok((logs.body.data as any[]).some((e) => e.operation === 'react' && e.message.includes(requestId)), logs.text);
+        const usesAfter = (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND operation = 'use'`, [secret])).rows[0].n;
+        assert.equal(usesAfter, usesBefore + 1, 'the use of the token');
+        assertProblem(await call(server, 'GET', `/reactors/${id}/results/${requestId}`, { key: invoker.key }), 422);
+      }
+      assert.equal(receiver.at(path).length, 1);
+    });
+
     it('a timed-out run records reactor.failed with 408', async () => {
       const id = await reactor(`module.exports = async () => { while (true) {} };`);
       await react(id);

@@ -250,19 +250,27 @@ export function createReactorService(deps: {
    */
   function auditBeforeEgress(items: Item[]) {
     let written: Promise<unknown> | undefined;
+    // Never in the request's transaction (one under an idempotency key commits only with the
+    // reply, and rolls back when the run fails): what the run did is on record whatever its answer.
+    // Then on a connection of its own rather than the shared group commit, whose next batch could
+    // be waiting on a row that transaction holds (a token id of the tokenize block).
+    const write = (batch: Item[]) =>
+      db.inTransaction()
+        ? db.withoutAmbient(() => db.transaction((tx) => groupCommit.write(batch, tx)))
+        : groupCommit.write(batch);
     return {
       flush: async (): Promise<void> => {
-        await (written ??= groupCommit.write(items));
+        await (written ??= write(items));
       },
       /** Writes `last`, with the items if they are not written yet. */
       async finish(last: Item[]): Promise<void> {
         if (!written) {
-          written = groupCommit.write([...items, ...last]);
+          written = write([...items, ...last]);
           await written;
           return;
         }
         await written;
-        await groupCommit.write(last);
+        await write(last);
       },
     };
   }
