@@ -20,6 +20,7 @@ import { registerLogRoutes } from './features/logs/routes.ts';
 import { registerPermissionRoutes } from './features/permissions/routes.ts';
 import { createSessionService } from './features/sessions/service.ts';
 import { registerSessionRoutes } from './features/sessions/routes.ts';
+import { TenantQuotas } from './features/tenants/quotas.ts';
 import { createTenantService } from './features/tenants/service.ts';
 import { createEventService } from './features/events/service.ts';
 import { createTokenService } from './features/tokens/service.ts';
@@ -61,7 +62,8 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
   const tenants = createTenantService({ db, logs, applications });
   const tokens = createTokenService({ db, groupCommit, vault, logs, events, log });
-  const detokenize = createDetokenizeService({ tokens, vault, limit: config.detokenizeLimit });
+  const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit }, config.authCacheSeconds * 1000);
+  const detokenize = createDetokenizeService({ tokens, vault, limitFor: async (tenantId) => (await quotas.of(tenantId)).detokenize_limit });
   const authenticator = new Authenticator(
     (hash, kind) => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash)),
     config.authCacheSeconds,
@@ -99,7 +101,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   };
   // Webhook deliveries wait for endpoints on their own schedule; other kinds back off exponentially.
   const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -120,7 +122,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
 
   registerHealthRoutes(app, db);
   registerPermissionRoutes(app);
-  registerTenantRoutes(app, services.tenants);
+  registerTenantRoutes(app, services.tenants, services.quotas);
   registerApplicationRoutes(app, services.applications);
   registerApplicationKeyRoutes(app, services.keys);
   registerSessionRoutes(app, services.sessions);

@@ -7,6 +7,8 @@ import { openDatabase } from './db/open.ts';
 import { createLogger } from './logger.ts';
 import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
+import { QUOTA_NAMES, QUOTA_RANGES, type QuotaName } from './features/tenants/quotas.ts';
+import { setTenantSetting } from './features/tenants/store.ts';
 import { pino } from 'pino';
 
 const USAGE = `Usage: coffer <command> [options]
@@ -18,6 +20,8 @@ Commands:
   init [--tenant-name NAME] [--json]
                                 create a tenant with a management application and print its key
   rotate-keys                   re-wrap every tenant data key under the first key of COFFER_KEYS
+  quota TENANT_ID NAME VALUE    set one tenant's quota (detokenize_limit) to VALUE, or back
+                                to the process default with VALUE "default"
 
 Settings come from the environment; see docs/configuration.md.`;
 
@@ -36,6 +40,8 @@ async function main(argv: string[]): Promise<number> {
     case 'rotate-keys':
       noOptions(rest);
       return rotateKeys(config());
+    case 'quota':
+      return setQuota(config(), rest);
     case undefined:
     case 'help':
     case '--help':
@@ -127,6 +133,28 @@ async function rotateKeys(config: Config): Promise<number> {
     const keyring = loadKeyring(config.cofferKeys, config.dataDir, log, { create: false });
     const count = await new Vault(database.db, keyring).rotate(log);
     process.stdout.write(`Re-wrapped ${count} tenant keys under key "${keyring.currentId}". Keys no longer first in COFFER_KEYS can now be retired.\n`);
+    return 0;
+  } finally {
+    await database.close();
+  }
+}
+
+/** `quota TENANT_ID NAME VALUE`: an operator's override of one tenant's quota, in its settings. */
+async function setQuota(config: Config, args: string[]): Promise<number> {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true, strict: true });
+  const [tenantId, name, raw] = positionals;
+  if (positionals.length !== 3) throw new UsageError('quota takes TENANT_ID NAME VALUE, e.g. `coffer quota 0194… detokenize_limit 250`');
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(tenantId)) throw new UsageError(`"${tenantId}" is not a tenant id (a UUID)`);
+  if (!(QUOTA_NAMES as readonly string[]).includes(name)) throw new UsageError(`unknown quota "${name}" (quotas: ${QUOTA_NAMES.join(', ')})`);
+  const { min, max } = QUOTA_RANGES[name as QuotaName];
+  const value = raw === 'default' ? null : /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (value !== null && !(value >= min && value <= max)) throw new UsageError(`${name} must be a whole number from ${min} to ${max}, or "default"`);
+  const log = cliLogger(config);
+  const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
+  try {
+    if (!(await setTenantSetting(database.db, tenantId.toLowerCase(), name, value))) throw new UsageError(`no tenant ${tenantId}`);
+    const shown = value === null ? `the default (${config.detokenizeLimit}, DETOKENIZE_LIMIT)` : String(value);
+    process.stdout.write(`${name} of tenant ${tenantId.toLowerCase()} is now ${shown}; running processes apply it within their AUTH_CACHE_SECONDS.\n`);
     return 0;
   } finally {
     await database.close();

@@ -17,8 +17,8 @@ const MAX_DEPTH = 128;
  * replaced; a string that is exactly one expression takes the result's JSON type.
  * `permission` is token:read here; reactors and proxies use the same walk with token:use.
  */
-export function createDetokenizeService(deps: { tokens: TokenService; vault: Pick<Vault, 'expressionKeys'>; limit: number }) {
-  const { tokens, vault, limit } = deps;
+export function createDetokenizeService(deps: { tokens: TokenService; vault: Pick<Vault, 'expressionKeys'>; limitFor: (tenantId: string) => Promise<number> }) {
+  const { tokens, vault, limitFor } = deps;
 
   function collect(node: unknown, at: string, found: Found[], depth: number): void {
     if (typeof node === 'string') {
@@ -60,6 +60,7 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
         }
         return inString;
       });
+      const limit = await limitFor(principal.tenantId);
       if (refs.length > limit) {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
       }

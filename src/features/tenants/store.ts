@@ -28,3 +28,18 @@ export async function countTenants(db: Database, tx?: Tx): Promise<number> {
 export async function lockTenantCreation(db: Database, tx: Tx): Promise<void> {
   await db.query(`SELECT pg_advisory_xact_lock(726411904)`, [], tx);
 }
+
+/** The tenant's settings (operator-set overrides such as quotas); undefined for no such tenant. */
+export async function findTenantSettings(db: Database, tenantId: string): Promise<Record<string, unknown> | undefined> {
+  return (await db.one<{ settings: Record<string, unknown> }>(`SELECT settings FROM tenants WHERE id = $1`, [tenantId]))?.settings;
+}
+
+/** Sets one setting of the tenant, or removes it (null); false when there is no such tenant. */
+export async function setTenantSetting(db: Database, tenantId: string, key: string, value: unknown): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE tenants SET settings = CASE WHEN $3::jsonb IS NULL THEN settings - $2 ELSE jsonb_set(settings, ARRAY[$2], $3::jsonb) END, modified_at = now()
+     WHERE id = $1 RETURNING id`,
+    [tenantId, key, value === null ? null : JSON.stringify(value)],
+  );
+  return rows.length > 0;
+}
