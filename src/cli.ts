@@ -19,7 +19,7 @@ Commands:
   migrate                       apply database migrations and exit
   init [--tenant-name NAME] [--json]
                                 create a tenant with a management application and print its key
-  rotate-keys                   re-wrap every tenant data key under the first key of COFFER_KEYS
+  rotate-keys                   re-wrap every tenant key under the first key of COFFER_KEYS
   quota TENANT_ID NAME VALUE    set one tenant's quota (detokenize_limit) to VALUE, or back
                                 to the process default with VALUE "default"
 

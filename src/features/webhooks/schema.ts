@@ -57,7 +57,7 @@ export const WebhookDeliverySchema = Type.Object({
   webhook_id: Uuid,
   event_id: Uuid,
   event_type: Type.String(),
-  attempt: Type.Integer({ description: 'From 1; the same event is retried with backoff until delivered or dead-lettered' }),
+  attempt: Type.Integer({ description: 'From 1; the same event is retried on WEBHOOK_RETRY_SCHEDULE until delivered or dead-lettered' }),
   status: Type.Enum(['succeeded', 'failed']),
   response_status: Type.Optional(Type.Integer({ description: 'The HTTP status the endpoint answered with' })),
   error: Type.Optional(Type.String({ description: 'Why no HTTP answer came: timeout, connect_failed, blocked_address, …' })),
