@@ -4,6 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
 import { assertAuthCases } from '../helpers/security.ts';
+import { until } from '../helpers/until.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
@@ -556,6 +557,47 @@ describe('reactors API', () => {
 
       assert.equal((await patch(r.id, { code: version(3) })).status, 204);
       assert.deepEqual((await react(r.id)).body, { raw: { version: 3 } });
+    });
+
+    it('under an idempotency key too, a PUT or PATCH answers only once every other process has dropped the old reactor', async () => {
+      // Another process on the database, played by a listener that is slow to catch up: it
+      // acknowledges the change's barrier only after 300 ms, having read the change notice.
+      const member = `test${randomUUID().slice(0, 8)}`;
+      const other = new pg.Client({ connectionString: server.config.databaseUrl });
+      await other.connect();
+      const seen: string[] = [];
+      let ackedAt = 0;
+      other.on('notification', (msg) => {
+        const payload = msg.payload ?? '';
+        if (!payload.startsWith('barrier:')) return void seen.push(payload);
+        const [sender, nonce] = payload.slice('barrier:'.length).split(':');
+        setTimeout(() => {
+          ackedAt = Date.now();
+          void other.query('SELECT pg_notify($1, $2)', [`coffer_ack_${sender}`, `${nonce}:${member}`]);
+        }, 300);
+      });
+      try {
+        await other.query('LISTEN coffer_invalidate');
+        await other.query(`SELECT pg_notify('coffer_invalidate', $1)`, [`member:${member}`]);
+        // The server answers a newcomer with its own announcement: it knows of the member now.
+        await until(() => seen.some((p) => p.startsWith('member:') && p !== `member:${member}`), 'the server to learn of the member');
+        const r = await created();
+        const changes = [
+          () => call(server, 'PUT', `/reactors/${r.id}`, { key: server.key, body: { ...REACTOR, name: 'v2' }, headers: { 'svc-idempotency-key': randomUUID() } }),
+          () => call(server, 'PATCH', `/reactors/${r.id}`, { key: server.key, body: { name: 'v3' }, contentType: MERGE, headers: { 'svc-idempotency-key': randomUUID() } }),
+        ];
+        for (const change of changes) {
+          ackedAt = 0;
+          const res = await change();
+          const answeredAt = Date.now();
+          assert.ok([200, 204].includes(res.status), res.text);
+          assert.ok(ackedAt > 0 && ackedAt <= answeredAt, 'answered only after the other process acknowledged');
+          assert.ok(seen.includes('reactor'), 'which had read the change notice');
+        }
+      } finally {
+        await other.query(`SELECT pg_notify('coffer_invalidate', $1)`, [`leave:${member}`]).catch(() => {});
+        await other.end();
+      }
     });
 
     it('passes the new configuration right after it changes', async () => {

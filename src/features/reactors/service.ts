@@ -7,6 +7,7 @@ import type { Notifier } from '../../db/notifications.ts';
 import type { Logger } from '../../logger.ts';
 import type { Principal } from '../../access/principal.ts';
 import { ApiError, FieldErrorList, type Problem } from '../../http/errors.ts';
+import { afterCommit } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
@@ -122,6 +123,16 @@ export function createReactorService(deps: {
     if (!r.application_id) return { ...r, application: undefined };
     const app = await applications.get(principal, r.application_id).catch(() => undefined);
     return { ...r, application: app ? { id: app.id, name: app.name, type: app.type } : undefined };
+  }
+
+  /**
+   * After a change: an invocation that raced it may have cached the old reactor before the
+   * commit; once this resolves, no process serves it any more. Under an idempotency key the
+   * change commits only with the reply, so this waits for that commit (it would otherwise clear
+   * the cache before it, and wait for no other process).
+   */
+  function clearedEverywhere(): Promise<void> {
+    return afterCommit(() => notifier.invalidateLocal(REACTOR_TOPIC));
   }
 
   /** The reactor's row, locked until tx ends; the stored id, not the path's spelling, is what later writes use. */
@@ -360,9 +371,7 @@ export function createReactorService(deps: {
 
     async update(principal: Principal, requested: string, input: ReactorInput): Promise<ReactorView> {
       const view = await db.transaction(async (tx) => write(principal, await locked(principal, requested, tx), input, tx));
-      // An invocation that raced the change may have cached the old reactor before the commit;
-      // once this resolves, no process serves it any more.
-      await notifier.invalidateLocal(REACTOR_TOPIC);
+      await clearedEverywhere();
       return view;
     },
 
@@ -382,7 +391,7 @@ export function createReactorService(deps: {
         };
         await write(principal, row, validReactorBody(applyMergePatch(base, patch), 'body'), tx);
       });
-      await notifier.invalidateLocal(REACTOR_TOPIC);
+      await clearedEverywhere();
     },
 
     /** Deletes run results (synchronous and asynchronous) older than `days`. */
@@ -397,7 +406,7 @@ export function createReactorService(deps: {
         await logs.record(principal, { entityType: 'reactor', entityId: deleted, operation: 'delete', message: 'Reactor deleted' }, tx);
         await notifier.invalidate(REACTOR_TOPIC, tx);
       });
-      await notifier.invalidateLocal(REACTOR_TOPIC);
+      await clearedEverywhere();
     },
 
     /** POST /reactors/{id}/react: runs now and answers with the Reactor Response, or a problem. */
