@@ -12,7 +12,7 @@ import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
-import { refusalMessage } from '../../outbound/errors.ts';
+import { storableUrl } from '../../outbound/storable-url.ts';
 import { configurationTooLarge, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
 import { hashApiKey } from '../../vault/api-keys.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
@@ -171,30 +171,11 @@ export function createProxyService(deps: {
     };
   }
 
-  /**
-   * Only where the URL points is checked here; what its name resolves to is checked on every
-   * invocation. The answer is the URL as the client parses it, which is where invocations go:
-   * stored and shown that way, the proxy never names one host and calls another
-   * (`https:///x` is `https://x/`).
-   */
   function checkUrl(url: string, errors: FieldErrorList): string {
-    // The URL parser silently drops tabs and newlines anywhere and spaces at either end
-    // ("api.exa\tmple.com" is api.example.com): a URL holding them is a mistake to name.
-    if (/[\u0000-\u0020\u007f]/.test(url)) {
-      errors.add('body.destination_url', 'must not contain spaces, tabs, line breaks or other control characters');
-      return url;
-    }
-    try {
-      const href = outbound.validateUrl(url).href;
-      // Normalising can lengthen it (an internationalised host, percent-encoded characters).
-      if (href.length > MAX_URL_LENGTH) errors.add('body.destination_url', `must be at most ${MAX_URL_LENGTH} characters once normalised`);
-      return href;
-    } catch (err) {
-      if (!(err instanceof OutboundError)) throw err;
-      // The client's messages name at most the host and are written to be shown to callers.
-      errors.add('body.destination_url', refusalMessage(err));
-      return url;
-    }
+    const checked = storableUrl(outbound, url, MAX_URL_LENGTH);
+    if (checked.ok) return checked.href;
+    errors.add('body.destination_url', checked.message);
+    return url;
   }
 
   function checkCode(code: string, field: string, errors: FieldErrorList): void {

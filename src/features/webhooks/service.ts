@@ -8,7 +8,7 @@ import type { Principal } from '../../access/principal.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
-import { refusalMessage } from '../../outbound/errors.ts';
+import { storableUrl } from '../../outbound/storable-url.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { LogService } from '../logs/service.ts';
 import { ALL_EVENTS, MAX_URL_LENGTH, WEBHOOK_EVENT_TYPES } from './schema.ts';
@@ -57,29 +57,11 @@ export function createWebhookService(deps: {
 }) {
   const { db, vault, logs, outbound } = deps;
 
-  /**
-   * Only where the URL points is checked here; what its name resolves to is checked on every
-   * delivery. The answer is the URL as the client parses it, which is what deliveries are sent
-   * to: stored and shown that way, the webhook never names one host and calls another.
-   */
   function checkUrl(url: string, errors: FieldErrorList): string {
-    // The URL parser silently drops tabs and newlines anywhere and spaces at either end
-    // ("hooks.exa\tmple.com" is hooks.example.com): a URL holding them is a mistake to name.
-    if (/[\u0000-\u0020\u007f]/.test(url)) {
-      errors.add('body.url', 'must not contain spaces, tabs, line breaks or other control characters');
-      return url;
-    }
-    try {
-      const href = outbound.validateUrl(url).href;
-      // Normalising can lengthen it (an internationalised host, percent-encoded characters).
-      if (href.length > MAX_URL_LENGTH) errors.add('body.url', `must be at most ${MAX_URL_LENGTH} characters once normalised`);
-      return href;
-    } catch (err) {
-      if (!(err instanceof OutboundError)) throw err;
-      // The client's messages name at most the host and are written to be shown to callers.
-      errors.add('body.url', refusalMessage(err));
-      return url;
-    }
+    const checked = storableUrl(outbound, url, MAX_URL_LENGTH);
+    if (checked.ok) return checked.href;
+    errors.add('body.url', checked.message);
+    return url;
   }
 
   function validate(input: WebhookInput) {
