@@ -175,6 +175,23 @@ describe('asynchronous reactor runs', () => {
       assert.equal((await call(server, 'GET', `/tokens/${done.body.raw.id}`, { key: writer })).body.data, 'made async');
     });
 
+    it('tokenizes as the caller is when the run tokenizes: an application deleted since creates nothing', async () => {
+      const caller = await createApplication(server, { name: 'short-lived invoker', type: 'private', permissions: ['token:use', 'token:create'] });
+      const gate = `/async-caller-gate-${randomUUID()}`;
+      const release = receiver.hold(gate);
+      const id = await reactor(`module.exports = async (req) => {
+        await fetch(req.args.url);
+        return { tokenize: { t: { type: 'token', data: 'made for a caller' } } };
+      };`);
+      const requestId = await reactAsync(id, { args: { url: receiver.url(gate) } }, caller.key);
+      await until(() => receiver.at(gate).length === 1, 'the run to start');
+      assert.equal((await call(server, 'DELETE', `/applications/${caller.id}`, { key: server.key })).status, 204);
+      release();
+      assertProblem(await settled(id, requestId), 403, /no longer valid/);
+      const made = (await sql.query(`SELECT count(*)::int AS n FROM tokens WHERE created_by = $1`, [caller.id])).rows[0].n;
+      assert.equal(made, 0, 'no token was created as the deleted application');
+    });
+
     it('a body is optional', async () => {
       const id = await reactor(`module.exports = async (req) => ({ raw: { args: req.args } });`);
       const res = await call(server, 'POST', `/reactors/${id}/react-async`, { key: invoker.key });

@@ -190,7 +190,13 @@ export function createReactorService(deps: {
    * user faults. Events are the callers' business: a sync run and an async one record them at
    * different moments (see react and accept).
    */
-  async function execute(reactor: Reactor, caller: Principal, args: unknown, timeoutMs: number, beforeEgress?: () => Promise<void>): Promise<Outcome> {
+  async function execute(
+    reactor: Reactor,
+    caller: () => Promise<Principal>,
+    args: unknown,
+    timeoutMs: number,
+    beforeEgress?: () => Promise<void>,
+  ): Promise<Outcome> {
     const app = await appPrincipal(reactor);
     const tokenSdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body')) : undefined;
     const sdk = tokenSdk && beforeEgress ? gated(tokenSdk, beforeEgress) : tokenSdk;
@@ -214,7 +220,7 @@ export function createReactorService(deps: {
       limits: { timeoutMs, memoryMb: limits.memoryMb },
       purpose: 'reactor',
     }));
-    return result.ok ? finish(reactor, app ?? caller, result.value, beforeEgress) : failed(result.error);
+    return result.ok ? finish(reactor, app ? async () => app : caller, result.value, beforeEgress) : failed(result.error);
   }
 
   /** reactor.completed or reactor.failed, with the request id Retrieve result takes. */
@@ -226,7 +232,7 @@ export function createReactorService(deps: {
     });
   }
 
-  async function finish(reactor: Reactor, tokenizer: Principal, value: unknown, beforeEgress?: () => Promise<void>): Promise<Outcome> {
+  async function finish(reactor: Reactor, tokenizer: () => Promise<Principal>, value: unknown, beforeEgress?: () => Promise<void>): Promise<Outcome> {
     if (value === undefined || value === null) return { ok: true, response: {} };
     if (typeof value !== 'object' || Array.isArray(value)) {
       return { ok: false, status: 422, detail: 'The reactor must return an object with optional "raw" and "tokenize".' };
@@ -237,7 +243,7 @@ export function createReactorService(deps: {
     await beforeEgress?.();
     try {
       // The point of tokenizing is that the caller gets tokens instead of data: none is shown.
-      const created = await tokens.tokenize(tokenizer, tokenize, (v) => presentToken({ ...v, data: undefined, transform: 'redact' }));
+      const created = await tokens.tokenize(await tokenizer(), tokenize, (v) => presentToken({ ...v, data: undefined, transform: 'redact' }));
       return { ok: true, response: { tokens: created, ...(raw === undefined ? {} : { raw }) } };
     } catch (err) {
       if (err instanceof ApiError && err.status < 500) {
@@ -424,7 +430,7 @@ export function createReactorService(deps: {
       ]);
       let outcome: Outcome;
       try {
-        outcome = await execute(reactor, principal, plain, limits.syncTimeoutMs, audit.flush);
+        outcome = await execute(reactor, async () => principal, plain, limits.syncTimeoutMs, audit.flush);
       } catch (err) {
         // Turned away before anything ran: there was no invocation to record.
         if (err instanceof BusyError) throw err;
@@ -485,7 +491,7 @@ export function createReactorService(deps: {
           if (!reactor) outcome = { ok: false, status: 404, detail: 'The reactor was deleted before it ran.' };
           else {
             const { args } = (await vault.decrypt(tenantId, `reactor-args:${p.request_id}`, Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
-            outcome = await execute(reactor, deserializePrincipal(p.caller), args, limits.asyncTimeoutMs);
+            outcome = await execute(reactor, () => currentCaller(p.caller), args, limits.asyncTimeoutMs);
           }
         } catch (err) {
           // Retried while attempts remain; the last one settles the result, or it would stay pending forever.
@@ -510,6 +516,20 @@ export function createReactorService(deps: {
       if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, await readOutcome(tenantId, stored));
     },
   };
+
+  /**
+   * The caller of an asynchronous run as it is when the run tokenizes, which may be long after
+   * it was accepted: an application deleted, expired or narrowed since, or a session that has
+   * expired, must not create tokens as it could when it called.
+   */
+  async function currentCaller(snapshot: SerializedPrincipal): Promise<Principal> {
+    const then = deserializePrincipal(snapshot);
+    const app = await applications.principalFor(then.tenantId, then.applicationId);
+    const expired = then.expiresAt !== undefined && then.expiresAt.getTime() <= Date.now();
+    if (!app || expired) throw ApiError.forbidden('The key that invoked the reactor is no longer valid, so nothing can be tokenized for it.');
+    // A session acts with what it was authorized (fixed when it was); an application with what it may do now.
+    return then.kind === 'session' ? then : { ...app, keyId: then.keyId };
+  }
 
   async function deliverCallback(url: string, requestId: string, outcome: Outcome): Promise<void> {
     const body = JSON.stringify(
