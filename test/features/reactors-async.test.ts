@@ -246,6 +246,16 @@ describe('asynchronous reactor runs', () => {
       assert.equal(await jobs(), 1);
     });
 
+    it('arguments over 1 MiB once detokenized are a 413 at once, and nothing is queued', async () => {
+      const id = await reactor(`module.exports = async () => ({});`);
+      // Under the request body limit, but more than 1 MiB once the token's value is in each place.
+      const big = await token({ type: 'token', data: 'x'.repeat(60_000) });
+      const res = await call(server, 'POST', `/reactors/${id}/react-async`, { key: invoker.key, body: { args: { list: Array.from({ length: 20 }, () => `{{ ${big} }}`) } } });
+      assertProblem(res, 413, /larger than 1048576 bytes/);
+      assert.equal((await sql.query(`SELECT count(*)::int AS n FROM jobs WHERE payload->>'reactor_id' = $1`, [id])).rows[0].n, 0);
+      assert.deepEqual(await eventsOf(id), []);
+    });
+
     it('answers 404 for an unknown reactor', async () => {
       assertProblem(await call(server, 'POST', `/reactors/${randomUUID()}/react-async`, { key: invoker.key, body: {} }), 404);
     });

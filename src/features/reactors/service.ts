@@ -11,7 +11,7 @@ import { afterCommit } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
-import { configurationTooLarge, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
+import { configurationTooLarge, DEFAULT_LIMITS, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
@@ -294,6 +294,10 @@ export function createReactorService(deps: {
 
   async function accept(principal: Principal, reactor: Reactor, args: unknown, callbackUrl: string | undefined): Promise<string> {
     const plain = await detokenizeArgs(principal, args);
+    // Refused now, as a synchronous run would be, not when the job runs.
+    if (Buffer.byteLength(JSON.stringify(plain ?? null), 'utf8') > DEFAULT_LIMITS.maxIoBytes) {
+      throw new ApiError(413, `The arguments are larger than ${DEFAULT_LIMITS.maxIoBytes} bytes as JSON.`);
+    }
     const requestId = uuidv4();
     const sealed = await vault.encrypt(principal.tenantId, `reactor-args:${requestId}`, { args: plain });
     await db.transaction(async (tx) => {
@@ -607,6 +611,8 @@ class Gate {
       if (this.waiting.length >= this.maxQueue) throw new BusyError();
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
+    // No caller can take the slot between the finally below and this line: the woken waiter's
+    // continuation is the next job queued after the slot is freed.
     this.active++;
     try {
       return await fn();
