@@ -48,9 +48,12 @@ export const ListReactorsQuery = Type.Object({
   ...OffsetQuery(),
 });
 
+/** Also once normalised (the service checks that). */
+export const MAX_CALLBACK_URL_LENGTH = 2000;
+
 export const ReactBody = Type.Object({
   args: Type.Optional(Type.Unknown({ description: 'Arguments; may hold detokenization expressions {{ <token_id> }}' })),
-  callback_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 2000 }), { deprecated: true })),
+  callback_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: MAX_CALLBACK_URL_LENGTH }), { deprecated: true })),
 });
 
 export const ReactAsyncBody = Type.Object({ args: Type.Optional(Type.Unknown()) });

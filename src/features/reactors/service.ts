@@ -11,6 +11,7 @@ import { afterCommit } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
+import { storableUrl } from '../../outbound/storable-url.ts';
 import { configurationTooLarge, DEFAULT_LIMITS, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
@@ -19,7 +20,7 @@ import type { EventService } from '../events/service.ts';
 import type { LogService } from '../logs/service.ts';
 import { createTokenSdk, presentToken, type TokenService } from '../tokens/service.ts';
 import { compileValidator } from '../../http/validate.ts';
-import { ReactorBody } from './schema.ts';
+import { MAX_CALLBACK_URL_LENGTH, ReactorBody } from './schema.ts';
 import {
   completeResult,
   deleteOldResultsAcrossTenants,
@@ -455,17 +456,9 @@ export function createReactorService(deps: {
       const reactor = await live(principal, id);
       let target: string | undefined;
       if (callbackUrl) {
-        // The URL parser drops tabs and line breaks anywhere ("hooks.exa\tmple.com" is
-        // hooks.example.com): a URL holding them names one host and would call another.
-        if (/[\u0000-\u0020\u007f]/.test(callbackUrl)) {
-          throw ApiError.field('body.callback_url', 'must not contain spaces, tabs, line breaks or other control characters');
-        }
-        try {
-          target = outbound.validateUrl(callbackUrl).href;
-        } catch (err) {
-          if (err instanceof OutboundError) throw ApiError.field('body.callback_url', err.message);
-          throw err;
-        }
+        const checked = storableUrl(outbound, callbackUrl, MAX_CALLBACK_URL_LENGTH);
+        if (!checked.ok) throw ApiError.field('body.callback_url', checked.message);
+        target = checked.href;
       }
       return accept(principal, reactor, args, target);
     },
