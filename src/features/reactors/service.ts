@@ -6,13 +6,13 @@ import { enqueue, type ClaimedJob } from '../../db/jobs.ts';
 import type { Notifier } from '../../db/notifications.ts';
 import type { Logger } from '../../logger.ts';
 import type { Principal } from '../../access/principal.ts';
-import { ApiError, FieldErrorList, type Problem } from '../../http/errors.ts';
+import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { afterCommit } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
 import { storableUrl } from '../../outbound/storable-url.ts';
-import { configurationTooLarge, DEFAULT_LIMITS, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
+import { configurationTooLarge, DEFAULT_LIMITS, type Sandbox, type SdkHost } from '../../sandbox/index.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
@@ -20,6 +20,8 @@ import type { EventService } from '../events/service.ts';
 import type { LogService } from '../logs/service.ts';
 import { createTokenSdk, presentToken, type TokenService } from '../tokens/service.ts';
 import { compileValidator } from '../../http/validate.ts';
+import { BusyError, Gate } from './gate.ts';
+import { failed, ReactorProblem, type Outcome } from './outcome.ts';
 import { MAX_CALLBACK_URL_LENGTH, ReactorBody } from './schema.ts';
 import {
   completeResult,
@@ -43,8 +45,6 @@ export type ReactorPatch = Record<string, unknown>;
 export type Reactor = Omit<ReactorRow, 'configuration_ciphertext' | 'configuration_key_id'> & { configuration: Record<string, string> };
 export type ReactorView = Reactor & { application: { id: string; name: string; type: string } | undefined };
 /** What a run produces: the spec's Reactor Response, or a problem (`data` is what the code's error class carried). */
-export type Outcome = { ok: true; response: { tokens?: unknown; raw?: unknown } } | Failure;
-type Failure = { ok: false; status: number; detail: string; errors?: Record<string, string[]>; data?: unknown };
 
 export type ReactorLimits = { syncTimeoutMs: number; asyncTimeoutMs: number; memoryMb: number; maxTokens: number; concurrency: number };
 
@@ -551,70 +551,11 @@ function deserializePrincipal(p: SerializedPrincipal): Principal {
   return { ...p, expiresAt: p.expiresAt ? new Date(p.expiresAt) : undefined };
 }
 
-function failed(f: SandboxFailure): Outcome {
-  return { ok: false, status: f.status, detail: f.detail, ...(f.data !== undefined ? { data: f.data } : {}) };
-}
-
-/**
- * A failed run as problem+json: the ApiError fields plus `data`, what the code's error class
- * carried (`new BadRequestError('card is required', { field: 'card' })`), which the caller
- * needs to act on the error.
- */
-class ReactorProblem extends ApiError {
-  readonly data: unknown;
-
-  constructor(f: Failure) {
-    super(f.status, f.detail, f.errors);
-    this.data = f.data;
-  }
-
-  override toProblem(requestId: string): Problem & { data?: unknown } {
-    const problem = super.toProblem(requestId);
-    return this.data === undefined ? problem : { ...problem, data: this.data };
-  }
-}
-
 function flatten(headers: Record<string, string | string[]>): Record<string, string> {
   return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
 }
 
 const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
-
-/** The gate's refusal: the run never started. */
-class BusyError extends ApiError {
-  constructor() {
-    super(429, 'Too many reactor runs are in progress; retry shortly.');
-  }
-}
-
-/** A counting semaphore with a bounded queue: past it, callers get 429 rather than waiting forever. */
-class Gate {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  private readonly max: number;
-  private readonly maxQueue: number;
-
-  constructor(max: number, maxQueue: number) {
-    this.max = max;
-    this.maxQueue = maxQueue;
-  }
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.max) {
-      if (this.waiting.length >= this.maxQueue) throw new BusyError();
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    }
-    // No caller can take the slot between the finally below and this line: the woken waiter's
-    // continuation is the next job queued after the slot is freed.
-    this.active++;
-    try {
-      return await fn();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
-}
 
 function configAad(reactorId: string): string {
   return `reactor-configuration:${reactorId}`;
