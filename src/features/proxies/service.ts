@@ -19,7 +19,8 @@ import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
 import type { LogService } from '../logs/service.ts';
-import { createTokenSdk, type TokenService } from '../tokens/service.ts';
+import { createTokenSdk } from '../tokens/sdk.ts';
+import type { TokenService } from '../tokens/service.ts';
 import { maskChaseStratusPan, REGEX_MASK_PROGRAM, regexProblem } from './masks.ts';
 import {
   asText,

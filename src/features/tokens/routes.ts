@@ -5,7 +5,8 @@ import { principalOf } from '../../http/auth.ts';
 import { CursorPage, OffsetPage } from '../../http/pagination.ts';
 import { problems } from '../../http/schemas.ts';
 import { CreateTokenBody, ListTokensQuery, ListTokensV2Query, SearchTokensBody, TokenId, TokenSchema, UpdateTokenBody } from './schema.ts';
-import { presentToken, type TokenService } from './service.ts';
+import { presentToken } from './present.ts';
+import type { TokenService } from './service.ts';
 
 const tags = ['tokens'];
 const Params = Type.Object({ id: TokenId });

@@ -9,17 +9,15 @@ import type { Principal } from '../../access/principal.ts';
 import { isContainer, type Transform } from '../../access/rules.ts';
 import { evaluate, ExpressionError, MAX_GROWTH, type Scope } from '../../expressions/index.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
-import { iso } from '../../http/schemas.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
-import { TOKEN_TYPES, type BankView, type CardView } from '../../vault/token-types.ts';
+import { TOKEN_TYPES } from '../../vault/token-types.ts';
 import type { EventService } from '../events/service.ts';
 import type { Actor, LogService } from '../logs/service.ts';
-import { CreateTokenBody, MAX_METADATA_KEYS, TokenId, UpdateTokenBody } from './schema.ts';
-import type { SdkHost } from '../../sandbox/index.ts';
+import { CreateTokenBody, MAX_METADATA_KEYS } from './schema.ts';
 import {
   deleteExpiredToken,
   deleteExpiredTokens,
@@ -54,8 +52,10 @@ export type TokenInput = {
 };
 export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata'>> & { metadata?: Record<string, string | null> | null };
 
-/** A token as a caller may see it: `data` is present only when the transform allows. */
-/** `withheld`: shown only as a reference (id, type, containers), not what the token holds. */
+/**
+ * A token as a caller may see it: `data` is present only when the transform allows;
+ * `withheld`, shown only as a reference (id, type, containers), not what the token holds.
+ */
 export type TokenView = { row: TokenRow; data?: unknown; transform: Transform; withheld?: boolean };
 /** What the ciphertext holds: the data and the mask rendered from it at write time. */
 type Secret = { data: unknown; mask?: unknown };
@@ -442,7 +442,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
 /** Expired tokens deleted per transaction, and transactions per sweep (50,000 tokens). */
 const SWEEP = { batchSize: 1000, batches: 50 };
 
-const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
+export const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
 
 /** Checked before any permission check, so a malformed container is a 400, never a 403. */
 function checkContainers(containers: string[], at: string): void {
@@ -543,7 +543,6 @@ function eventPayload(row: Pick<TokenRow, 'id' | 'type' | 'containers'>): Record
   return { id: row.id, type: row.type, containers: row.containers };
 }
 
-/** The response body of a token, field by field; `data` only when the transform shows it. */
 /** The most token requests one POST /tokenize (or reactor tokenize block) may hold. */
 const MAX_TOKENIZE = 100;
 
@@ -563,62 +562,3 @@ function countTokenRequests(node: unknown, stop: number): number {
 
 /** From the least shown to the most. */
 const TRANSFORM_RANK: Record<Transform, number> = { redact: 0, mask: 1, reveal: 2 };
-
-export function presentToken(v: TokenView) {
-  const t = v.row;
-  if (v.withheld) {
-    return { id: t.id, type: t.type, tenant_id: t.tenant_id, containers: t.containers, fingerprint: t.fingerprint ?? undefined, deduplicate_token: t.deduplicate_token, created_at: t.created_at.toISOString() };
-  }
-  const views = (t.views ?? {}) as { card?: CardView; bank?: BankView };
-  return {
-    id: t.id,
-    type: t.type,
-    tenant_id: t.tenant_id,
-    ...(v.data !== undefined ? { data: v.data } : {}),
-    containers: t.containers,
-    metadata: t.metadata,
-    ...(t.mask !== null ? { mask: JSON.parse(t.mask) } : {}),
-    fingerprint: t.fingerprint ?? undefined,
-    fingerprint_expression: t.fingerprint_expression ?? undefined,
-    search_indexes: t.search_indexes,
-    deduplicate_token: t.deduplicate_token,
-    ...(views.card ? { card: views.card } : {}),
-    ...(views.bank ? { bank: views.bank } : {}),
-    expires_at: iso(t.expires_at),
-    created_by: t.created_by ?? undefined,
-    created_at: t.created_at.toISOString(),
-    modified_by: t.modified_by ?? undefined,
-    modified_at: iso(t.modified_at),
-  };
-}
-
-const validPatch = compileValidator<TokenPatch>(UpdateTokenBody);
-const validId = compileValidator<string>(TokenId);
-
-/**
- * `bt` inside the sandbox (reactors, proxy transforms): each method runs in-process as
- * `principal`, on arguments copied out of the isolate and validated like API bodies.
- */
-export function createTokenSdk(
-  principal: Principal,
-  tokens: TokenService,
-  detokenize: (principal: Principal, body: unknown) => Promise<unknown>,
-): SdkHost {
-  return {
-    'tokens.create': async (input) => presentToken(await tokens.create(principal, validTokenRequest(input, 'token'))),
-    'tokens.retrieve': async (id) => presentToken(await tokens.get(principal, validId(id, 'id'))),
-    'tokens.update': async (id, patch) => presentToken(await tokens.update(principal, validId(id, 'id'), validPatch(patch, 'patch'))),
-    'tokens.delete': async (id) => {
-      await tokens.remove(principal, validId(id, 'id'));
-      return null;
-    },
-    'tokens.list': async (query) => {
-      const q = (query ?? {}) as { size?: unknown; start?: unknown };
-      const size = typeof q.size === 'number' && Number.isInteger(q.size) && q.size >= 1 && q.size <= 100 ? q.size : 20;
-      const page = await tokens.listV2(principal, { id: [], type: [], size, ...(typeof q.start === 'string' ? { start: q.start } : {}) });
-      return { pagination: page.pagination, data: page.data.map(presentToken) };
-    },
-    tokenize: async (body) => tokens.tokenize(principal, body, presentToken),
-    detokenize: async (body) => detokenize(principal, body),
-  };
-}

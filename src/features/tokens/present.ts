@@ -1,0 +1,32 @@
+import { iso } from '../../http/schemas.ts';
+import type { BankView, CardView } from '../../vault/token-types.ts';
+import type { TokenView } from './service.ts';
+
+/** The response body of a token, field by field; `data` only when the transform shows it. */
+export function presentToken(v: TokenView) {
+  const t = v.row;
+  if (v.withheld) {
+    return { id: t.id, type: t.type, tenant_id: t.tenant_id, containers: t.containers, fingerprint: t.fingerprint ?? undefined, deduplicate_token: t.deduplicate_token, created_at: t.created_at.toISOString() };
+  }
+  const views = (t.views ?? {}) as { card?: CardView; bank?: BankView };
+  return {
+    id: t.id,
+    type: t.type,
+    tenant_id: t.tenant_id,
+    ...(v.data !== undefined ? { data: v.data } : {}),
+    containers: t.containers,
+    metadata: t.metadata,
+    ...(t.mask !== null ? { mask: JSON.parse(t.mask) } : {}),
+    fingerprint: t.fingerprint ?? undefined,
+    fingerprint_expression: t.fingerprint_expression ?? undefined,
+    search_indexes: t.search_indexes,
+    deduplicate_token: t.deduplicate_token,
+    ...(views.card ? { card: views.card } : {}),
+    ...(views.bank ? { bank: views.bank } : {}),
+    expires_at: iso(t.expires_at),
+    created_by: t.created_by ?? undefined,
+    created_at: t.created_at.toISOString(),
+    modified_by: t.modified_by ?? undefined,
+    modified_at: iso(t.modified_at),
+  };
+}
