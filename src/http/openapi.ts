@@ -1,18 +1,24 @@
 import type { FastifyInstance } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { ProblemComponent } from './schemas.ts';
 
 /**
  * The OpenAPI 3.1 document and the /docs page are generated from the route schemas;
  * nothing here is written by hand except the document's header.
  */
 export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
+  // Before any route: their error responses refer to it (schemas.ts problem()); the document lists it under components.
+  app.addSchema(ProblemComponent);
   await app.register(swagger, {
+    // Shared schemas appear under their own $id (components.schemas.Problem), not def-0: client generators name types after it.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Coffer API',
         version,
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         description:
           'Token vault and payment orchestration. Authenticate with the `SVC-API-KEY` header. ' +
           'Errors are RFC 9457 problem details (`application/problem+json`).',
@@ -25,7 +31,11 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       const access = route.config?.access;
       const secured = access !== undefined && access !== 'public';
       const out = { ...(schema ?? {}) } as Record<string, unknown>;
-      if (secured) {
+      if (!secured) {
+        // Public operations say so (an empty list) rather than leave readers to guess. (A proxy
+        // invocation's keys depend on the proxy: its description says which.)
+        out.security = [];
+      } else {
         out.security = [{ ApiKey: [] }];
         const perms = access.permissions.length ? `Permissions: \`${access.permissions.join('`, `')}\`.` : 'Any valid API key.';
         out.description = [out.description, perms].filter(Boolean).join('\n\n');

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Database } from '../../db/database.ts';
 import { ApiError } from '../../http/errors.ts';
-import { Problem } from '../../http/schemas.ts';
+import { Problem, problem } from '../../http/schemas.ts';
 
 const Status = Type.Object({ status: Type.String() });
 
@@ -24,7 +24,8 @@ export function registerHealthRoutes(app: FastifyInstance, db: Database): void {
 
   r.get('/health/ready', {
     config: { access: 'public' },
-    schema: { tags: ['health'], summary: 'Readiness: the database answers', response: { 200: Status, 503: Problem } },
+    // Problem inline, not by reference: health.test.ts serves these routes without the OpenAPI registration.
+    schema: { tags: ['health'], summary: 'Readiness: the database answers', response: { 200: Status, 503: problem(503, Problem) } },
   }, async () => {
     const answered = await answersWithin(db, READY_TIMEOUT_MS);
     if (answered === 'timeout') throw new ApiError(503, `The database did not answer within ${READY_TIMEOUT_MS / 1000} s.`);
