@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { OffsetPage, OffsetQuery } from '../../http/pagination.ts';
-import { IdParams, problems, Uuid } from '../../http/schemas.ts';
+import { IdParams, problems, Uuid, WRITE } from '../../http/schemas.ts';
 import { ApplicationKeySchema } from '../applications/schema.ts';
 import type { ApplicationKeyService } from './service.ts';
 import type { ApplicationKey } from './store.ts';
@@ -16,7 +16,7 @@ export function registerApplicationKeyRoutes(app: FastifyInstance, keys: Applica
 
   r.post('/applications/:id/keys', {
     config: { access: { permissions: ['application:create'] } },
-    schema: { tags, summary: 'Create an application key (its value is returned only here)', params: IdParams, response: { 201: ApplicationKeySchema, ...problems(404) } },
+    schema: { tags, summary: 'Create an application key (its value is returned only here)', params: IdParams, response: { 201: ApplicationKeySchema, ...problems(404, ...WRITE) } },
   }, async (request, reply) => {
     const issued = await keys.create(principalOf(request), request.params.id);
     return reply.code(201).send({ ...toKeyResponse(issued), key: issued.key });

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { principalOf } from '../../http/auth.ts';
 import { OffsetPage } from '../../http/pagination.ts';
-import { IdParams, iso, problems } from '../../http/schemas.ts';
+import { IdParams, iso, problems, WRITE } from '../../http/schemas.ts';
 import { toKeyResponse } from '../application-keys/routes.ts';
 import { ApplicationSchema, CreateApplicationBody, ListApplicationsQuery, UpdateApplicationBody } from './schema.ts';
 import type { ApplicationService, ApplicationView } from './service.ts';
@@ -15,7 +15,7 @@ export function registerApplicationRoutes(app: FastifyInstance, applications: Ap
 
   r.post('/applications', {
     config: { access: { permissions: ['application:create'] } },
-    schema: { tags, summary: 'Create an application', body: CreateApplicationBody, response: { 201: ApplicationSchema, ...problems() } },
+    schema: { tags, summary: 'Create an application', body: CreateApplicationBody, response: { 201: ApplicationSchema, ...problems(...WRITE) } },
   }, async (request, reply) => {
     const created = await applications.create(principalOf(request), request.body);
     return reply.code(201).send(toApplicationResponse(created));
@@ -54,7 +54,7 @@ export function registerApplicationRoutes(app: FastifyInstance, applications: Ap
 
   r.put('/applications/:id', {
     config: { access: { permissions: ['application:update'] } },
-    schema: { tags, summary: 'Update an application', params: IdParams, body: UpdateApplicationBody, response: { 200: ApplicationSchema, ...problems(404) } },
+    schema: { tags, summary: 'Update an application', params: IdParams, body: UpdateApplicationBody, response: { 200: ApplicationSchema, ...problems(404, ...WRITE) } },
   }, async (request) => toApplicationResponse(await applications.update(principalOf(request), request.params.id, request.body)));
 
   r.delete('/applications/:id', {

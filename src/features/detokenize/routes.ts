@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { ApiError } from '../../http/errors.ts';
-import { problems } from '../../http/schemas.ts';
+import { BODY, problems } from '../../http/schemas.ts';
 import type { DetokenizeService } from './service.ts';
 
 export function registerDetokenizeRoutes(app: FastifyInstance, detokenize: DetokenizeService): void {
@@ -17,7 +17,7 @@ export function registerDetokenizeRoutes(app: FastifyInstance, detokenize: Detok
       tags: ['detokenize'],
       summary: 'Replace detokenization expressions in any JSON with token data',
       body: Type.Unknown({ description: 'Any JSON; strings may hold {{ <token_id> | filters }} or {{ token: <token_id> }}' }),
-      response: { 200: Type.Unknown(), ...problems() },
+      response: { 200: Type.Unknown(), ...problems(...BODY) },
     },
   }, async (request, reply) => {
     // An empty body parses as "no body" (see http/server.ts); there is nothing to detokenize.

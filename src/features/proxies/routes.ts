@@ -4,8 +4,8 @@ import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { ApiError } from '../../http/errors.ts';
 import { OffsetPage } from '../../http/pagination.ts';
-import { IdParams, iso, problems } from '../../http/schemas.ts';
-import { ListProxiesQuery, ProxyBody, ProxyPatch, ProxySchema } from './schema.ts';
+import { IdParams, iso, problems, WRITE } from '../../http/schemas.ts';
+import { InvocationResponses, ListProxiesQuery, ProxyBody, ProxyPatch, ProxySchema } from './schema.ts';
 import { RateLimited, type ProxyService, type ProxyView } from './service.ts';
 
 const tags = ['proxies'];
@@ -20,7 +20,7 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
 
   r.post('/proxies', {
     config: { access: { permissions: ['proxy:create'] } },
-    schema: { tags, summary: 'Create a proxy; its invocation key is generated', body: ProxyBody, response: { 201: ProxySchema, ...problems() } },
+    schema: { tags, summary: 'Create a proxy; its invocation key is generated', body: ProxyBody, response: { 201: ProxySchema, ...problems(...WRITE) } },
   }, async (request, reply) => reply.code(201).send(toProxyResponse(await proxies.create(principalOf(request), request.body))));
 
   r.get('/proxies', {
@@ -38,7 +38,7 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
 
   r.put('/proxies/:id', {
     config: { access: { permissions: ['proxy:update'] } },
-    schema: { tags, summary: 'Replace a proxy (its key is kept)', params: IdParams, body: ProxyBody, response: { 200: ProxySchema, ...problems(404) } },
+    schema: { tags, summary: 'Replace a proxy (its key is kept)', params: IdParams, body: ProxyBody, response: { 200: ProxySchema, ...problems(404, ...WRITE) } },
   }, async (request) => toProxyResponse(await proxies.update(principalOf(request), request.params.id, request.body)));
 
   r.patch('/proxies/:id', {
@@ -48,7 +48,7 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
       summary: 'Change some fields of a proxy (application/merge-patch+json)',
       params: IdParams,
       body: ProxyPatch,
-      response: { 204: Type.Null(), ...problems(404, 415) },
+      response: { 204: Type.Null(), ...problems(404, ...WRITE) },
     },
   }, async (request, reply) => {
     await proxies.patch(principalOf(request), request.params.id, request.body as Record<string, unknown>);
@@ -106,6 +106,7 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
           '`/proxy/<path>?<query>` goes to `destination_url` + `/<path>?<query>`. The answer is the destination\'s, ' +
           'with `SVC-PROXY-DESTINATION-STATUS`; errors inside Coffer answer `{"proxy_error": <problem details>}` without it. ' +
           'See docs/proxies.md.',
+        response: InvocationResponses,
       },
     });
     scope.route({ ...invoke, url: '/proxy/*', schema: { hide: true } });

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
+import { Nullable, PROBLEM_ID, RETRY_AFTER, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
 import { OffsetQuery } from '../../http/pagination.ts';
 
 export const RESPONSE_TRANSFORM_TYPES = ['code', 'mask'] as const;
@@ -91,3 +91,50 @@ export const ListProxiesQuery = Type.Object({
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Case-insensitive name; * matches any run of characters' })),
   ...OffsetQuery(),
 });
+
+/**
+ * What an invocation answers. Its status may be anything the destination chose; failures on
+ * Coffer's side are `{"proxy_error": <problem details>}` without SVC-PROXY-DESTINATION-STATUS,
+ * which is how a client tells the two apart (docs/proxies.md, Errors).
+ */
+const DESTINATION_STATUS = {
+  'svc-proxy-destination-status': { type: 'integer', description: 'The destination\'s status; absent on proxy_error answers' },
+};
+
+const ProxyError = Type.Object(
+  { proxy_error: Type.Ref(PROBLEM_ID) },
+  { description: 'A failure inside Coffer (never the destination\'s answer)' },
+);
+
+// The causes, as docs/proxies.md lists them.
+const PROXY_ERRORS: Record<number, string> = {
+  400: 'Invalid expression, unknown token, a path with `..`, a bad SVC-PROXY-CONNECTION, expressions for an anonymous proxy without an application',
+  401: 'No proxy key; or require_auth and no, an unknown or an expired API key',
+  403: 'No token:use; a token the caller may not use; the destination resolves to an internal address',
+  404: 'Unknown proxy key, or another tenant\'s',
+  408: 'A transform ran past its time limit',
+  413: 'The request body is over PROXY_MAX_BODY_BYTES',
+  415: 'A malformed Content-Type',
+  422: 'A transform threw (or returned something else than {body, headers}); a mask expression ran over its time',
+  429: 'Anonymous rate limit; retry after Retry-After',
+  502: 'The destination could not be reached, or its answer could not be read for a response transform',
+  504: 'The destination did not answer within PROXY_TIMEOUT_MS',
+};
+
+const destinationAnswer = (description: string) =>
+  Type.Unsafe<unknown>({ description, headers: DESTINATION_STATUS, content: { '*/*': { schema: {} } } });
+
+export const InvocationResponses = {
+  '2xx': destinationAnswer('The destination\'s answer, its status and body as it sent them (after the response transform or mask)'),
+  default: destinationAnswer('The destination\'s answer with a status of its own outside 2xx; SVC-PROXY-DESTINATION-STATUS tells it from a proxy_error'),
+  ...Object.fromEntries(
+    Object.entries(PROXY_ERRORS).map(([status, description]) => [
+      status,
+      Type.Unsafe<Static<typeof ProxyError>>({
+        description,
+        ...(status === '429' ? { headers: RETRY_AFTER } : {}),
+        content: { 'application/json': { schema: ProxyError } },
+      }),
+    ]),
+  ),
+};

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { OffsetPage } from '../../http/pagination.ts';
-import { IdParams, iso, problems, Uuid } from '../../http/schemas.ts';
+import { IdParams, iso, problems, Uuid, WRITE } from '../../http/schemas.ts';
 import { AsyncAccepted, ListReactorsQuery, ReactAsyncBody, ReactBody, ReactorBody, ReactorPatch, ReactorResponse, ReactorSchema } from './schema.ts';
 import type { ReactorService, ReactorView } from './service.ts';
 
@@ -20,7 +20,7 @@ export function registerReactorRoutes(app: FastifyInstance, reactors: ReactorSer
 
   r.post('/reactors', {
     config: { access: { permissions: ['reactor:create'] } },
-    schema: { tags, summary: 'Create a reactor', body: ReactorBody, response: { 201: ReactorSchema, ...problems() } },
+    schema: { tags, summary: 'Create a reactor', body: ReactorBody, response: { 201: ReactorSchema, ...problems(...WRITE) } },
   }, async (request, reply) => reply.code(201).send(toReactorResponse(await reactors.create(principalOf(request), request.body))));
 
   r.get('/reactors', {
@@ -38,12 +38,12 @@ export function registerReactorRoutes(app: FastifyInstance, reactors: ReactorSer
 
   r.put('/reactors/:id', {
     config: { access: { permissions: ['reactor:update'] } },
-    schema: { tags, summary: 'Replace a reactor', params: IdParams, body: ReactorBody, response: { 200: ReactorSchema, ...problems(404) } },
+    schema: { tags, summary: 'Replace a reactor', params: IdParams, body: ReactorBody, response: { 200: ReactorSchema, ...problems(404, ...WRITE) } },
   }, async (request) => toReactorResponse(await reactors.update(principalOf(request), request.params.id, request.body)));
 
   r.patch('/reactors/:id', {
     config: { access: { permissions: ['reactor:update'] } },
-    schema: { tags, summary: 'Update a reactor (application/merge-patch+json)', params: IdParams, body: ReactorPatch, response: { 204: Type.Null(), ...problems(404, 415) } },
+    schema: { tags, summary: 'Update a reactor (application/merge-patch+json)', params: IdParams, body: ReactorPatch, response: { 204: Type.Null(), ...problems(404, ...WRITE) } },
   }, async (request, reply) => {
     await reactors.patch(principalOf(request), request.params.id, request.body);
     return reply.code(204).send(null);
@@ -65,7 +65,7 @@ export function registerReactorRoutes(app: FastifyInstance, reactors: ReactorSer
       summary: 'Invoke a reactor; with the deprecated callback_url it runs asynchronously',
       params: IdParams,
       body: ReactBody,
-      response: { 200: ReactorResponse, 202: AsyncAccepted, ...problems(404, 408, 413, 422, 429) },
+      response: { 200: ReactorResponse, 202: AsyncAccepted, ...problems(404, 408, 429, ...WRITE) },
     },
   }, async (request, reply) => {
     const principal = principalOf(request);
@@ -80,7 +80,7 @@ export function registerReactorRoutes(app: FastifyInstance, reactors: ReactorSer
   r.post('/reactors/:id/react-async', {
     config: { access: { permissions: ['token:use'] } },
     preValidation: optionalBody,
-    schema: { tags, summary: 'Invoke a reactor asynchronously', params: IdParams, body: ReactAsyncBody, response: { 202: AsyncAccepted, ...problems(404) } },
+    schema: { tags, summary: 'Invoke a reactor asynchronously', params: IdParams, body: ReactAsyncBody, response: { 202: AsyncAccepted, ...problems(404, ...WRITE) } },
   }, async (request, reply) => {
     const id = await reactors.reactAsync(principalOf(request), request.params.id, request.body?.args);
     return reply.code(202).send({ asyncReactorRequestId: id });

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { CursorPage, OffsetPage } from '../../http/pagination.ts';
-import { problems } from '../../http/schemas.ts';
+import { problems, WRITE } from '../../http/schemas.ts';
 import { CreateTokenBody, ListTokensQuery, ListTokensV2Query, SearchTokensBody, TokenId, TokenSchema, UpdateTokenBody } from './schema.ts';
 import { presentToken } from './present.ts';
 import type { TokenService } from './service.ts';
@@ -16,7 +16,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
 
   r.post('/tokens', {
     config: { access: { permissions: ['token:create'] } },
-    schema: { tags, summary: 'Create a token', body: CreateTokenBody, response: { 201: TokenSchema, ...problems(409) } },
+    schema: { tags, summary: 'Create a token', body: CreateTokenBody, response: { 201: TokenSchema, ...problems(...WRITE) } },
   }, async (request, reply) => reply.code(201).send(presentToken(await tokens.create(principalOf(request), request.body))));
 
   r.post('/tokenize', {
@@ -25,7 +25,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
       tags,
       summary: 'Tokenize every token request in a JSON document (all or nothing)',
       body: Type.Unknown({ description: 'Any JSON whose leaves {type, data, …} are token requests' }),
-      response: { 201: Type.Unknown(), ...problems(409) },
+      response: { 201: Type.Unknown(), ...problems(...WRITE) },
     },
   }, async (request, reply) => {
     return reply.code(201).send(await tokens.tokenize(principalOf(request), request.body, presentToken));
@@ -49,7 +49,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
 
   r.post('/v2/tokens/search', {
     config: { access: { permissions: ['token:search'] } },
-    schema: { tags, summary: 'Search tokens: field:value terms joined by AND/OR', body: SearchTokensBody, response: { 200: CursorPage(TokenSchema), ...problems() } },
+    schema: { tags, summary: 'Search tokens: field:value terms joined by AND/OR', body: SearchTokensBody, response: { 200: CursorPage(TokenSchema), ...problems(...WRITE) } },
   }, async (request) => {
     const page = await tokens.search(principalOf(request), request.body);
     return { pagination: page.pagination, data: page.data.map(presentToken) };
@@ -67,7 +67,7 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
       summary: 'Update a token (application/merge-patch+json)',
       params: Params,
       body: UpdateTokenBody,
-      response: { 200: TokenSchema, ...problems(404, 415) },
+      response: { 200: TokenSchema, ...problems(404, ...WRITE) },
     },
   }, async (request) => presentToken(await tokens.update(principalOf(request), request.params.id, request.body as never)));
 

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { OffsetPage } from '../../http/pagination.ts';
-import { IdParams, iso, problems } from '../../http/schemas.ts';
+import { IdParams, iso, problems, WRITE } from '../../http/schemas.ts';
 import { ListDeliveriesQuery, ListWebhooksQuery, WebhookBody, WebhookDeliverySchema, WebhookSchema } from './schema.ts';
 import type { WebhookService, WebhookView } from './service.ts';
 import type { WebhookDelivery } from './store.ts';
@@ -15,7 +15,7 @@ export function registerWebhookRoutes(app: FastifyInstance, webhooks: WebhookSer
 
   r.post('/webhooks', {
     config: { access: { permissions: ['webhook:create'] } },
-    schema: { tags, summary: 'Create a webhook; the response carries its signing secret, shown only here', body: WebhookBody, response: { 201: WebhookSchema, ...problems(422) } },
+    schema: { tags, summary: 'Create a webhook; the response carries its signing secret, shown only here', body: WebhookBody, response: { 201: WebhookSchema, ...problems(...WRITE) } },
   }, async (request, reply) => reply.code(201).send(toWebhookResponse(await webhooks.create(principalOf(request), request.body))));
 
   r.get('/webhooks', {
@@ -38,7 +38,7 @@ export function registerWebhookRoutes(app: FastifyInstance, webhooks: WebhookSer
 
   r.put('/webhooks/:id', {
     config: { access: { permissions: ['webhook:update'] } },
-    schema: { tags, summary: 'Replace a webhook (its secret is kept)', params: IdParams, body: WebhookBody, response: { 200: WebhookSchema, ...problems(404) } },
+    schema: { tags, summary: 'Replace a webhook (its secret is kept)', params: IdParams, body: WebhookBody, response: { 200: WebhookSchema, ...problems(404, ...WRITE) } },
   }, async (request) => toWebhookResponse(await webhooks.update(principalOf(request), request.params.id, request.body)));
 
   r.delete('/webhooks/:id', {
