@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { destinationError } from '../../src/features/proxies/message.ts';
+import { registerProxyRoutes } from '../../src/features/proxies/routes.ts';
+import type { ProxyService } from '../../src/features/proxies/service.ts';
+import { registerOpenApi } from '../../src/http/openapi.ts';
+import { createServer } from '../../src/http/server.ts';
+import { createLogger } from '../../src/logger.ts';
 import { OutboundError } from '../../src/outbound/errors.ts';
 
 describe('proxies: what a refused or failed destination call tells the caller', () => {
@@ -18,5 +23,32 @@ describe('proxies: what a refused or failed destination call tells the caller', 
     assert.equal(destinationError(new OutboundError('timeout', 'too slow'), 1234).status, 504);
     assert.match(destinationError(new OutboundError('timeout', 'too slow'), 1234).detail, /1234 ms/);
     assert.equal(destinationError(new OutboundError('connect_failed', 'refused'), 1).status, 502);
+  });
+});
+
+describe('proxies: an invocation that finds the database unreachable', () => {
+  it('is a 503 proxy_error with Retry-After, nothing of the cause', async () => {
+    const app = createServer(createLogger('silent'));
+    await registerOpenApi(app, 'test');
+    const down = Object.assign(new Error('connect ECONNREFUSED 10.9.8.7:5432'), { code: 'ECONNREFUSED' });
+    const proxies = {
+      invoke: async () => {
+        throw down;
+      },
+      errorOf: () => undefined,
+    } as unknown as ProxyService;
+    registerProxyRoutes(app, proxies, { maxBodyBytes: 1024 });
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const res = await fetch(`${url}/proxy/x`, { method: 'POST', body: '{}' });
+      assert.equal(res.status, 503);
+      assert.equal(res.headers.get('retry-after'), '1');
+      assert.equal(res.headers.get('svc-proxy-destination-status'), null);
+      const text = await res.text();
+      assert.equal(JSON.parse(text).proxy_error.status, 503);
+      assert.doesNotMatch(text, /10\.9\.8\.7|ECONNREFUSED/);
+    } finally {
+      await app.close();
+    }
   });
 });
