@@ -28,6 +28,8 @@ export class ApiError extends Error {
   readonly status: number;
   readonly detail: string;
   readonly errors: FieldErrors | undefined;
+  /** Sent as Retry-After, for a refusal that clears by itself (a busy gate). */
+  retryAfterSeconds: number | undefined;
 
   constructor(status: number, detail: string, errors?: FieldErrors) {
     super(detail);
@@ -217,6 +219,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
 
 export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const apiError = toApiError(err);
+  if (apiError?.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
   if (apiError) return sendProblem(reply, request, apiError);
   if (isDatabaseUnavailable(err)) {
     request.log.error({ err: { message: err.message, code: err.code } }, 'database unavailable');

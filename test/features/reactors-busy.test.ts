@@ -51,6 +51,7 @@ describe('reactor runs past REACTOR_CONCURRENCY', () => {
     assert.equal(refused.length, 1);
     assert.equal(refused[0].res!.status, 429, refused[0].res!.text);
     assert.match(refused[0].res!.body.detail, /Too many reactor runs/);
+    assert.equal(refused[0].res!.headers.get('retry-after'), '1');
     assert.equal(receiver.at(gate).length, 1, 'the queued runs wait for the one in progress');
 
     release();

@@ -6,7 +6,7 @@ import { ApiError, isDatabaseUnavailable } from '../../http/errors.ts';
 import { OffsetPage } from '../../http/pagination.ts';
 import { IdParams, iso, problems, WRITE } from '../../http/schemas.ts';
 import { InvocationResponses, ListProxiesQuery, ProxyBody, ProxyPatch, ProxySchema } from './schema.ts';
-import { RateLimited, type ProxyService, type ProxyView } from './service.ts';
+import type { ProxyService, ProxyView } from './service.ts';
 
 const tags = ['proxies'];
 const INVOKE_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -129,7 +129,7 @@ function sendProxyError(proxies: ProxyService, err: FastifyError, request: Fasti
     error = new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.');
   }
   for (const name of Object.keys(reply.getHeaders())) if (name !== REQUEST_ID) reply.removeHeader(name);
-  if (err instanceof RateLimited) reply.header('retry-after', String(err.retryAfterSeconds));
+  if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
   if (databaseDown) reply.header('retry-after', '1');
   return reply
     .code(error.status)

@@ -76,7 +76,6 @@ export type Forwarded = { status: number; headers: Record<string, string | strin
 
 /** An anonymous caller over its rate; the route adds Retry-After. */
 export class RateLimited extends ApiError {
-  readonly retryAfterSeconds: number;
   constructor(seconds: number) {
     super(429, 'Too many requests for this proxy from this address; slow down.');
     this.retryAfterSeconds = seconds;

@@ -4,6 +4,7 @@ import { ApiError } from '../../http/errors.ts';
 export class BusyError extends ApiError {
   constructor() {
     super(429, 'Too many reactor runs are in progress; retry shortly.');
+    this.retryAfterSeconds = 1;
   }
 }
 
