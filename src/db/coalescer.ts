@@ -8,7 +8,10 @@
  * At most `maxInFlight` batches run at once; items arriving meanwhile wait, and go out as
  * the next batch the moment a running one returns.
  * When a batch of several items fails, each item is run again alone (when
- * `isolateFailures`), so one bad item fails only its own caller.
+ * `isolateFailures`), so one bad item fails only its own caller. Only a failure the
+ * items may have caused, and that left nothing done, is retried (`isolable`): a batch
+ * whose outcome is unknown (a connection lost before the reply) may have been written,
+ * and running its items again would write them twice.
  */
 export type CoalescerOptions = {
   /** Largest number of items in one batch. */
@@ -17,6 +20,12 @@ export type CoalescerOptions = {
   maxInFlight: number;
   /** Retry the items of a failed batch one by one, so each caller gets its own outcome. */
   isolateFailures: boolean;
+  /**
+   * Whether a batch's failure may be retried item by item: it says the batch did nothing
+   * and one of its items may be the cause. Every failure of `run`, when not given; a
+   * result that does not fit the batch (a run that answered) is never retried.
+   */
+  isolable?: (error: unknown) => boolean;
 };
 
 type Waiting<In, Out> = { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void };
@@ -78,14 +87,20 @@ export class Coalescer<In, Out> {
 
   /** Each item's outcome; never rejects. A failed batch of several is retried item by item when `isolateFailures`. */
   private async attempt(batch: Waiting<In, Out>[]): Promise<Outcome<Out>[]> {
+    let outs: Out[];
     try {
-      const outs = await this.run(batch.map((w) => w.item));
-      if (outs.length !== batch.length) throw new Error(`a batch of ${batch.length} items produced ${outs.length} results`);
-      return outs.map((value) => ({ ok: true, value }));
+      outs = await this.run(batch.map((w) => w.item));
     } catch (error) {
-      if (batch.length === 1 || !this.opts.isolateFailures) return batch.map(() => ({ ok: false, error }));
+      const retry = batch.length > 1 && this.opts.isolateFailures && (this.opts.isolable?.(error) ?? true);
+      if (!retry) return batch.map(() => ({ ok: false, error }));
       return (await Promise.all(batch.map((w) => this.attempt([w])))).flat();
     }
+    // The run did its work: a mismatch fails every item, and running them again would repeat it.
+    if (outs.length !== batch.length) {
+      const error = new Error(`a batch of ${batch.length} items produced ${outs.length} results`);
+      return batch.map(() => ({ ok: false, error }));
+    }
+    return outs.map((value) => ({ ok: true, value }));
   }
 }
 

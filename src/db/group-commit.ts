@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { Coalescer } from './coalescer.ts';
 import type { Database, Tx } from './database.ts';
 
@@ -59,6 +60,7 @@ export class GroupCommit {
       maxBatch: opts.maxBatch ?? 256,
       maxInFlight: opts.maxInFlight ?? 1,
       isolateFailures: true,
+      isolable: rejectedByDatabase,
     });
   }
 
@@ -116,6 +118,18 @@ export class GroupCommit {
     }
     return outs;
   }
+}
+
+/**
+ * Whether PostgreSQL answered that the batch's statement failed, for a reason a row may
+ * cause (a constraint, a value it rejects, a size limit, a deadlock on a row): the statement
+ * rolled back, so its writes can be retried apart. Not a connection lost before the answer
+ * (the statement may have committed: a retry would write its rows twice), nor the database
+ * refusing work (shutting down, out of connections or memory, a statement cancelled), which
+ * retrying writes one by one would only prolong; nor an error after the statement answered.
+ */
+function rejectedByDatabase(err: unknown): boolean {
+  return err instanceof pg.DatabaseError && typeof err.code === 'string' && !/^(08|53|57|58|XX)/.test(err.code);
 }
 
 /** Shifts a statement's $n parameters past those of the statements before it. */

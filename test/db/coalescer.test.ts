@@ -84,6 +84,31 @@ describe('Coalescer', () => {
     await assert.rejects(Promise.all([c.submit(1), c.submit(2)]), /2 items produced 1 results/);
   });
 
+  it('retries a failed batch only for failures `isolable` accepts: others fail every item, run once', async () => {
+    const batches: number[][] = [];
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        batches.push(items);
+        throw Object.assign(new Error(items.includes(2) ? 'bad item' : 'connection lost'), { code: items.includes(2) ? 'item' : 'gone' });
+      },
+      { maxBatch: 10, maxInFlight: 1, isolateFailures: true, isolable: (err) => (err as { code: string }).code === 'item' },
+    );
+    const lost = await Promise.allSettled([c.submit(1), c.submit(3)]);
+    assert.deepEqual(lost.map((s) => s.status), ['rejected', 'rejected']);
+    assert.deepEqual(batches, [[1, 3]], 'not run again: it may have been done');
+    batches.length = 0;
+    await Promise.allSettled([c.submit(1), c.submit(2)]);
+    assert.deepEqual(batches, [[1, 2], [1], [2]]);
+  });
+
+  it('a run that answered is never run again, even when its answer does not fit', async () => {
+    const batches: number[][] = [];
+    const c = new Coalescer<number, number>(async (items) => (batches.push(items), items.slice(1)), { maxBatch: 10, maxInFlight: 1, isolateFailures: true });
+    const settled = await Promise.allSettled([c.submit(1), c.submit(2)]);
+    assert.deepEqual(settled.map((s) => s.status), ['rejected', 'rejected']);
+    assert.deepEqual(batches, [[1, 2]]);
+  });
+
   it('keeps serving after a failure', async () => {
     const { c } = doubler({ poison: 1 });
     await assert.rejects(c.submit(1), /poisoned/);

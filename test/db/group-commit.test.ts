@@ -79,6 +79,72 @@ describe('GroupCommit', () => {
     assert.equal(await count(`SELECT count(*) AS n FROM audit WHERE note_id = $1`, [bad]), 0);
   });
 
+  it('a batch whose connection is lost after it was sent is not written again: each write gets the error, and the next batch works', async () => {
+    // The statement committed, but the reply never came (a database restart at that instant):
+    // retrying its writes would write their rows a second time.
+    const real = db.query.bind(db);
+    let lose = true;
+    db.query = (async (sql: string, params?: unknown[], tx?: never) => {
+      const rows = await real(sql, params, tx);
+      if (lose && sql.startsWith('WITH')) {
+        lose = false;
+        throw new Error('Connection terminated unexpectedly');
+      }
+      return rows;
+    }) as typeof db.query;
+    try {
+      const ids = [randomUUID(), randomUUID(), randomUUID()];
+      const settled = await Promise.allSettled(ids.map((id) => gc.write([tags.of({ note_id: id, tag: 'once' })])));
+      assert.deepEqual(settled.map((s) => s.status), ['rejected', 'rejected', 'rejected']);
+      settled.forEach((s) => assert.match(String((s as PromiseRejectedResult).reason), /Connection terminated/));
+      assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = ANY($1)`, [ids]), 3, 'each row once');
+      const next = randomUUID();
+      await gc.write([tags.of({ note_id: next, tag: 'after' })]);
+      assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = $1`, [next]), 1);
+    } finally {
+      db.query = real;
+    }
+  });
+
+  it('a batch whose connection the database ends (a restart) fails every write, none hangs, and the next batch works', async () => {
+    const own = new GroupCommit(db);
+    const slow = own.table<{ note_id: string }>('tags', {
+      insert: (rows) => ({ sql: `INSERT INTO tags SELECT note_id, 'slow' FROM unnest($1::text[]) AS t (note_id), pg_sleep(0.3)`, params: [rows.map((r) => r.note_id)] }),
+    });
+    const ids = [randomUUID(), randomUUID(), randomUUID()];
+    const writes = Promise.allSettled(ids.map((id) => own.write([slow.of({ note_id: id })])));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await db.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(0.3)%' AND pid <> pg_backend_pid()`);
+    const settled = await writes;
+    assert.deepEqual(settled.map((s) => s.status), ['rejected', 'rejected', 'rejected']);
+    settled.forEach((s) => assert.equal((s as PromiseRejectedResult).reason.code, '57P01'));
+    assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = ANY($1)`, [ids]), 0);
+    const next = randomUUID();
+    await own.write([slow.of({ note_id: next })]);
+    assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = $1`, [next]), 1);
+  });
+
+  it('an error after the statement committed (reading its results) fails the writes without writing them again', async () => {
+    const own = new GroupCommit(db);
+    const broken = own.table<{ id: string; body: string }, string>('notes', {
+      insert: (rows) => ({ sql: `INSERT INTO notes (id, body) SELECT * FROM unnest($1::text[], $2::text[]) RETURNING id`, params: [rows.map((r) => r.id), rows.map((r) => r.body)] }),
+      results: () => {
+        throw new Error('results do not match');
+      },
+    });
+    const ownTags = own.table<{ note_id: string; tag: string }>('tags', {
+      insert: (rows) => ({ sql: `INSERT INTO tags SELECT * FROM unnest($1::text[], $2::text[])`, params: [rows.map((r) => r.note_id), rows.map((r) => r.tag)] }),
+    });
+    const ids = [randomUUID(), randomUUID()];
+    const settled = await Promise.allSettled([
+      own.write([broken.of({ id: ids[0], body: 'x' })]),
+      own.write([ownTags.of({ note_id: ids[1], tag: 'once' })]),
+    ]);
+    assert.match(String((settled[0] as PromiseRejectedResult).reason), /results do not match/);
+    assert.equal(await count(`SELECT count(*) AS n FROM notes WHERE id = $1`, [ids[0]]), 1);
+    assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = $1`, [ids[1]]), 1, 'written once');
+  });
+
   it('inside an ambient transaction a write joins it, and rolls back with it', async () => {
     const id = randomUUID();
     await assert.rejects(db.transaction(async () => {
