@@ -126,7 +126,7 @@ export class GroupCommit {
  * rolled back, so its writes can be retried apart. Not a connection lost before the answer
  * (the statement may have committed: a retry would write its rows twice), nor the database
  * refusing work (shutting down, out of connections or memory, a statement cancelled), which
- * retrying writes one by one would only prolong; nor an error after the statement answered.
+ * retrying writes apart would only prolong; nor an error after the statement answered.
  */
 function rejectedByDatabase(err: unknown): boolean {
   return err instanceof pg.DatabaseError && typeof err.code === 'string' && !/^(08|53|57|58|XX)/.test(err.code);

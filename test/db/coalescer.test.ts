@@ -63,13 +63,22 @@ describe('Coalescer', () => {
     assert.deepEqual(order, ['run a', 'run b,c', 'a answered']);
   });
 
-  it('retries the items of a failed batch one by one: only the bad item fails', async () => {
+  it('retries the items of a failed batch in halves, until the bad item fails alone', async () => {
     const { c, batches } = doubler({ poison: 3 });
     const settled = await Promise.allSettled([1, 2, 3, 4].map((n) => c.submit(n)));
     assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
     assert.deepEqual(settled.filter((s) => s.status === 'fulfilled').map((s) => s.value), [2, 4, 8]);
     assert.match(String((settled[2] as PromiseRejectedResult).reason), /poisoned by 3/);
-    assert.deepEqual(batches, [[1, 2, 3, 4], [1], [2], [3], [4]]);
+    assert.deepEqual(batches, [[1, 2, 3, 4], [1, 2], [3, 4], [3], [4]]);
+  });
+
+  it('retries within the failed batch\'s slot: no more than maxInFlight runs at once, however large the batch', async () => {
+    const { c, batches, maxRunning } = doubler({ poison: 7, maxInFlight: 1, maxBatch: 64 });
+    const items = Array.from({ length: 64 }, (_, i) => i);
+    const settled = await Promise.allSettled(items.map((n) => c.submit(n)));
+    assert.deepEqual(settled.flatMap((s, i) => (s.status === 'rejected' ? [i] : [])), [7]);
+    assert.equal(maxRunning(), 1);
+    assert.ok(batches.length <= 1 + 2 * Math.log2(64), `${batches.length} runs to find one bad item of 64`);
   });
 
   it('without isolateFailures, every item of a failed batch gets its error', async () => {
