@@ -79,6 +79,8 @@ export class GroupCommit {
   write(items: Item[], tx?: Tx): Promise<unknown[]> {
     const unknownTable = items.find((item) => !this.tables.some((t) => t.name === item.table));
     if (unknownTable) return Promise.reject(new Error(`no table ${unknownTable.table} is registered`));
+    // Nothing to write: a statement of no INSERTs would be a syntax error (in a transaction, aborting it).
+    if (items.length === 0) return Promise.resolve([]);
     const joined = tx ?? this.db.ambientTransaction();
     if (joined) return this.run([items], joined).then(([outs]) => outs);
     return this.coalescer.submit(items);

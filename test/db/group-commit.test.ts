@@ -165,6 +165,17 @@ describe('GroupCommit', () => {
     });
   });
 
+  it('a write of no items writes nothing and succeeds, alone, in a batch, or in a transaction', async () => {
+    assert.deepEqual(await gc.write([]), []);
+    const id = randomUUID();
+    const [none, one] = await Promise.all([gc.write([]), gc.write([tags.of({ note_id: id, tag: 'with an empty one' })])]);
+    assert.deepEqual([none, one], [[], [undefined]]);
+    await db.transaction(async (tx) => {
+      assert.deepEqual(await gc.write([], tx), []);
+      assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = $1`, [id]), 1, 'the transaction is still usable');
+    });
+  });
+
   it('refuses an unregistered table, a table registered twice, and a second table with results', async () => {
     await assert.rejects(gc.write([{ table: 'nope', row: {} }]), /no table nope is registered/);
     assert.throws(() => gc.table('notes', { insert: () => ({ sql: '', params: [] }) }), /registered twice/);
