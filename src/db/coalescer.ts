@@ -16,9 +16,12 @@
  * whose outcome is unknown (a connection lost before the reply) may have been written,
  * and running its items again would write them twice.
  */
-export type CoalescerOptions = {
+export type CoalescerOptions<In> = {
   /** Largest number of items in one batch. */
   maxBatch: number;
+  /** An item's weight (its bytes, say), and the most a batch of several may weigh; unbounded when not given. */
+  weigh?: (item: In) => number;
+  maxBatchWeight?: number;
   /** Batches running at the same time (each typically holds a pooled connection). */
   maxInFlight: number;
   /** Retry the items of a failed batch in parts, down to one by one, so each caller gets its own outcome. */
@@ -31,24 +34,24 @@ export type CoalescerOptions = {
   isolable?: (error: unknown) => boolean;
 };
 
-type Waiting<In, Out> = { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void };
+type Waiting<In, Out> = { item: In; weight: number; resolve: (out: Out) => void; reject: (err: unknown) => void };
 
 export class Coalescer<In, Out> {
   private queue: Waiting<In, Out>[] = [];
   private inFlight = 0;
   private scheduled = false;
   private readonly run: (items: In[]) => Promise<Out[]>;
-  private readonly opts: CoalescerOptions;
+  private readonly opts: CoalescerOptions<In>;
 
   /** `run` must answer with one result per item, in the items' order. */
-  constructor(run: (items: In[]) => Promise<Out[]>, opts: CoalescerOptions) {
+  constructor(run: (items: In[]) => Promise<Out[]>, opts: CoalescerOptions<In>) {
     this.run = run;
     this.opts = opts;
   }
 
   submit(item: In): Promise<Out> {
     return new Promise<Out>((resolve, reject) => {
-      this.queue.push({ item, resolve, reject });
+      this.queue.push({ item, weight: this.opts.weigh?.(item) ?? 0, resolve, reject });
       this.schedule();
     });
   }
@@ -65,11 +68,22 @@ export class Coalescer<In, Out> {
   /** Starts batches from the queue while slots are free. */
   private dispatch(): void {
     while (this.inFlight < this.opts.maxInFlight && this.queue.length > 0) {
-      const batch = this.queue.length <= this.opts.maxBatch ? this.queue : this.queue.slice(0, this.opts.maxBatch);
-      this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
+      const size = this.batchSize();
+      const batch = size === this.queue.length ? this.queue : this.queue.slice(0, size);
+      this.queue = batch === this.queue ? [] : this.queue.slice(size);
       this.inFlight++;
       void this.settle(batch);
     }
+  }
+
+  /** How many of the queued items make the next batch: at least one, however heavy. */
+  private batchSize(): number {
+    const most = Math.min(this.queue.length, this.opts.maxBatch);
+    const limit = this.opts.maxBatchWeight ?? Infinity;
+    let weight = this.queue[0].weight;
+    let n = 1;
+    while (n < most && weight + this.queue[n].weight <= limit) weight += this.queue[n++].weight;
+    return n;
   }
 
   /**

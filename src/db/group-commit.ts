@@ -50,15 +50,20 @@ export class GroupCommit {
   private readonly tables: Registered[] = [];
   private readonly coalescer: Coalescer<Item[], unknown[]>;
 
-  constructor(db: Database, opts: { maxBatch?: number; maxInFlight?: number } = {}) {
+  constructor(db: Database, opts: { maxBatch?: number; maxInFlight?: number; maxBatchBytes?: number } = {}) {
     this.db = db;
     // One statement at a time: under load the writes that arrive while it runs make the next,
     // larger batch (fewer statements and WAL flushes per row), and concurrent batches would only
     // contend for the same index pages and WAL insertion locks. The next batch is sent the
     // moment one returns (src/db/coalescer.ts), so the database does not wait on Coffer.
-    this.coalescer = new Coalescer((writes) => this.db.withoutAmbient(() => this.run(writes)), {
+    this.coalescer = new Coalescer<Item[], unknown[]>((writes) => this.db.withoutAmbient(() => this.run(writes)), {
       maxBatch: opts.maxBatch ?? 256,
       maxInFlight: opts.maxInFlight ?? 1,
+      // A token may hold 1 MiB: 256 of them would make a statement of ~350 MB, more than a
+      // jsonb parameter may hold (256 MB) and as much again in Coffer's and PostgreSQL's
+      // memory. Small writes still fill a batch of 256 well within the bound.
+      weigh: (items) => items.reduce((n, item) => n + sizeOf(item.row), 0),
+      maxBatchWeight: opts.maxBatchBytes ?? 16 * 1024 * 1024,
       isolateFailures: true,
       isolable: rejectedByDatabase,
     });
@@ -132,6 +137,17 @@ export class GroupCommit {
  */
 function rejectedByDatabase(err: unknown): boolean {
   return err instanceof pg.DatabaseError && typeof err.code === 'string' && !/^(08|53|57|58|XX)/.test(err.code);
+}
+
+/** Roughly the bytes a row's value takes in a statement: its JSON, a bytea as hex. */
+function sizeOf(value: unknown): number {
+  if (typeof value === 'string') return value.length + 2;
+  if (Buffer.isBuffer(value)) return 2 * value.length + 4;
+  if (Array.isArray(value)) return value.reduce((n: number, v) => n + sizeOf(v) + 1, 2);
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    return Object.entries(value).reduce((n, [key, v]) => n + key.length + sizeOf(v) + 4, 2);
+  }
+  return 8;
 }
 
 /** Shifts a statement's $n parameters past those of the statements before it. */

@@ -42,6 +42,15 @@ describe('Coalescer', () => {
     assert.equal(maxRunning(), 2);
   });
 
+  it('bounds a batch by the weight of its items too: an item heavier than the bound goes alone', async () => {
+    const batches: number[][] = [];
+    const c = new Coalescer<number, number>(async (items) => (batches.push(items), items), {
+      maxBatch: 100, maxInFlight: 1, isolateFailures: false, weigh: (n) => n, maxBatchWeight: 10,
+    });
+    assert.deepEqual(await Promise.all([4, 5, 2, 30, 1, 9].map((n) => c.submit(n))), [4, 5, 2, 30, 1, 9]);
+    assert.deepEqual(batches, [[4, 5], [2], [30], [1, 9]]);
+  });
+
   it('sends the queued items as the next batch before the finished batch\'s callers continue', async () => {
     const order: string[] = [];
     let release!: () => void;

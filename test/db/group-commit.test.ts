@@ -145,6 +145,20 @@ describe('GroupCommit', () => {
     assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = $1`, [ids[1]]), 1, 'written once');
   });
 
+  it('bounds a batch by its bytes: large writes go out in several statements, one larger than the bound alone', async () => {
+    inserts.length = 0;
+    const mib = 'x'.repeat(1024 * 1024);
+    const sizes = [3, 3, 3, 3, 3, 3, 20, 1];
+    const ids = sizes.map(() => randomUUID());
+    await Promise.all(ids.map((id, i) => gc.write([notes.of({ id, body: mib.repeat(sizes[i]) })])));
+    const rows = inserts.map((x) => x.rows);
+    assert.equal(rows.reduce((a, b) => a + b, 0), sizes.length);
+    // At most 16 MiB a statement: five of 3 MiB, then each of the rest on its own.
+    assert.deepEqual(rows, [5, 1, 1, 1]);
+    assert.equal(await count(`SELECT count(*) AS n FROM notes WHERE id = ANY($1) AND length(body) > 0`, [ids]), sizes.length);
+    await db.query(`DELETE FROM notes WHERE id = ANY($1)`, [ids]);
+  });
+
   it('inside an ambient transaction a write joins it, and rolls back with it', async () => {
     const id = randomUUID();
     await assert.rejects(db.transaction(async () => {
