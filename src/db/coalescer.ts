@@ -22,6 +22,13 @@ export type CoalescerOptions<In> = {
   /** An item's weight (its bytes, say), and the most a batch of several may weigh; unbounded when not given. */
   weigh?: (item: In) => number;
   maxBatchWeight?: number;
+  /**
+   * The most items, and weight, that may wait for a batch: past either an item is refused at
+   * once (QueueFull) rather than held in memory for a database too slow to take it.
+   * 16 rounds of full batches, and unbounded weight, when not given.
+   */
+  maxQueued?: number;
+  maxQueuedWeight?: number;
   /** Batches running at the same time (each typically holds a pooled connection). */
   maxInFlight: number;
   /** Retry the items of a failed batch in parts, down to one by one, so each caller gets its own outcome. */
@@ -34,10 +41,19 @@ export type CoalescerOptions<In> = {
   isolable?: (error: unknown) => boolean;
 };
 
+/**
+ * An item refused because too many wait already. It carries PostgreSQL's SQLSTATE for too
+ * many connections, so it is answered as any database out of reach (503, Retry-After).
+ */
+export class QueueFull extends Error {
+  readonly code = '53300';
+}
+
 type Waiting<In, Out> = { item: In; weight: number; resolve: (out: Out) => void; reject: (err: unknown) => void };
 
 export class Coalescer<In, Out> {
   private queue: Waiting<In, Out>[] = [];
+  private queuedWeight = 0;
   private inFlight = 0;
   private scheduled = false;
   private readonly run: (items: In[]) => Promise<Out[]>;
@@ -50,8 +66,14 @@ export class Coalescer<In, Out> {
   }
 
   submit(item: In): Promise<Out> {
+    const weight = this.opts.weigh?.(item) ?? 0;
+    const maxQueued = this.opts.maxQueued ?? 16 * this.opts.maxBatch * this.opts.maxInFlight;
+    if (this.queue.length >= maxQueued || this.queuedWeight + weight > (this.opts.maxQueuedWeight ?? Infinity)) {
+      return Promise.reject(new QueueFull(`too many database operations are waiting (${this.queue.length}); retry shortly`));
+    }
     return new Promise<Out>((resolve, reject) => {
-      this.queue.push({ item, weight: this.opts.weigh?.(item) ?? 0, resolve, reject });
+      this.queue.push({ item, weight, resolve, reject });
+      this.queuedWeight += weight;
       this.schedule();
     });
   }
@@ -71,6 +93,8 @@ export class Coalescer<In, Out> {
       const size = this.batchSize();
       const batch = size === this.queue.length ? this.queue : this.queue.slice(0, size);
       this.queue = batch === this.queue ? [] : this.queue.slice(size);
+      // The sum kept exact: once nothing waits, nothing weighs.
+      this.queuedWeight = this.queue.length === 0 ? 0 : this.queuedWeight - batch.reduce((n, w) => n + w.weight, 0);
       this.inFlight++;
       void this.settle(batch);
     }

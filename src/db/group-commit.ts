@@ -64,6 +64,10 @@ export class GroupCommit {
       // memory. Small writes still fill a batch of 256 well within the bound.
       weigh: (items) => items.reduce((n, item) => n + sizeOf(item.row), 0),
       maxBatchWeight: opts.maxBatchBytes ?? 16 * 1024 * 1024,
+      // A database slower than the writes arriving would otherwise hold them all in memory,
+      // a request's rows each: past 16 full batches, or 256 MiB, a write is refused at once (a 503).
+      maxQueued: 16 * (opts.maxBatch ?? 256),
+      maxQueuedWeight: 256 * 1024 * 1024,
       isolateFailures: true,
       isolable: rejectedByDatabase,
     });

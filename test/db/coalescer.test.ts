@@ -127,6 +127,26 @@ describe('Coalescer', () => {
     assert.deepEqual(batches, [[1, 2]]);
   });
 
+  it('refuses an item at once while the queue is full, as a database out of connections, and serves again once it drains', async () => {
+    let release!: () => void;
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        if (items[0] === 0) await new Promise<void>((resolve) => (release = resolve));
+        return items;
+      },
+      { maxBatch: 10, maxInFlight: 1, isolateFailures: false, maxQueued: 3, weigh: (n) => n, maxQueuedWeight: 100 },
+    );
+    const running = c.submit(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    const queued = [c.submit(1), c.submit(2), c.submit(3)];
+    await assert.rejects(c.submit(4), (err: Error & { code?: string }) => err.code === '53300' && /waiting/.test(err.message));
+    release();
+    assert.deepEqual(await Promise.all([running, ...queued]), [0, 1, 2, 3]);
+    assert.equal(await c.submit(4), 4);
+    // By weight too: one item heavier than what may wait.
+    await assert.rejects(c.submit(101), { code: '53300' });
+  });
+
   it('keeps serving after a failure', async () => {
     const { c } = doubler({ poison: 1 });
     await assert.rejects(c.submit(1), /poisoned/);
