@@ -11,10 +11,9 @@
  * the batch's slot, and so on down to the failing items alone (when `isolateFailures`), so
  * one bad item fails only its own caller: one bad item of 256 costs 16 more runs, not
  * 256 at once that would bypass `maxInFlight` and queue for the pool ahead of everyone
- * else's work. Only a failure the
- * items may have caused, and that left nothing done, is retried (`isolable`): a batch
- * whose outcome is unknown (a connection lost before the reply) may have been written,
- * and running its items again would write them twice.
+ * else's work. Only a failure the items may have caused, and that left nothing done, is
+ * retried (`isolable`): a batch whose outcome is unknown (a connection lost before the
+ * reply) may have been written, and running its items again would write them twice.
  */
 export type CoalescerOptions<In> = {
   /** Largest number of items in one batch. */
