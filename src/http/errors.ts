@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -217,14 +217,23 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   return (typeof e?.code === 'string' && DATABASE_UNAVAILABLE_CODES.has(e.code)) || (typeof e?.message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(e.message));
 }
 
-export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const apiError = toApiError(err);
-  if (apiError?.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
-  if (apiError) return sendProblem(reply, request, apiError);
+/**
+ * The answer to a failure no ApiError describes, logged once: a database out of reach is a
+ * 503 to retry, anything else a 500 that shows nothing of its cause.
+ */
+export function unexpectedError(err: Error & { code?: unknown }, log: FastifyBaseLogger, what = 'unhandled error'): ApiError {
   if (isDatabaseUnavailable(err)) {
-    request.log.error({ err: { message: err.message, code: err.code } }, 'database unavailable');
-    return sendProblem(reply.header('retry-after', '1'), request, new ApiError(503, 'The database is not available right now; retry shortly.'));
+    log.error({ err: { message: err.message, code: err.code } }, 'database unavailable');
+    const unavailable = new ApiError(503, 'The database is not available right now; retry shortly.');
+    unavailable.retryAfterSeconds = 1;
+    return unavailable;
   }
-  request.log.error({ err: { message: err.message, stack: err.stack, code: err.code } }, 'unhandled error');
-  return sendProblem(reply, request, new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.'));
+  log.error({ err: { message: err.message, stack: err.stack, code: err.code } }, what);
+  return new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.');
+}
+
+export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const apiError = toApiError(err) ?? unexpectedError(err, request.log);
+  if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
+  return sendProblem(reply, request, apiError);
 }

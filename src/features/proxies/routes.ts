@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Route
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
-import { ApiError, isDatabaseUnavailable } from '../../http/errors.ts';
+import { unexpectedError } from '../../http/errors.ts';
 import { OffsetPage } from '../../http/pagination.ts';
 import { IdParams, iso, problems, WRITE } from '../../http/schemas.ts';
 import { InvocationResponses, ListProxiesQuery, ProxyBody, ProxyPatch, ProxySchema } from './schema.ts';
@@ -119,18 +119,9 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
  * too, after the destination's headers were set on the reply: they go.
  */
 function sendProxyError(proxies: ProxyService, err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  let error = proxies.errorOf(err);
-  const databaseDown = !error && isDatabaseUnavailable(err);
-  if (databaseDown) {
-    request.log.error({ err: { message: err.message, code: err.code } }, 'database unavailable');
-    error = new ApiError(503, 'The database is not available right now; retry shortly.');
-  } else if (!error) {
-    request.log.error({ err: { message: err.message, stack: err.stack, code: err.code } }, 'unhandled error in a proxy invocation');
-    error = new ApiError(500, 'An unexpected error occurred. Quote the request id when reporting it.');
-  }
+  const error = proxies.errorOf(err) ?? unexpectedError(err, request.log, 'unhandled error in a proxy invocation');
   for (const name of Object.keys(reply.getHeaders())) if (name !== REQUEST_ID) reply.removeHeader(name);
   if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
-  if (databaseDown) reply.header('retry-after', '1');
   return reply
     .code(error.status)
     .type('application/json; charset=utf-8')
