@@ -51,15 +51,7 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
       const found: Found[] = [];
       collect(body, at, found, 0);
       if (found.length === 0) return body;
-      const paths = new Map<string, string[]>();
-      const refs = found.flatMap((f) => {
-        const inString = tokenReferences(f.template);
-        for (const r of inString) {
-          const list = paths.get(r.id) ?? paths.set(r.id, []).get(r.id)!;
-          if (!list.includes(f.at)) list.push(f.at);
-        }
-        return inString;
-      });
+      const refs = found.flatMap((f) => tokenReferences(f.template));
       const limit = await limitFor(principal.tenantId);
       if (refs.length > limit) {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
@@ -68,7 +60,9 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
       if (maxTokens !== undefined && new Set(ids).size > maxTokens) {
         throw ApiError.field(at, `${new Set(ids).size} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
       }
-      const views = await tokens.resolveForUse(principal, ids, permission, deferAudit, (id) => paths.get(id) ?? [at]);
+      // The fields that refer to an unknown id, worked out only when there is one.
+      const pathsOf = (id: string) => found.filter((f) => tokenReferences(f.template).some((r) => r.id === id)).map((f) => f.at);
+      const views = await tokens.resolveForUse(principal, ids, permission, deferAudit, pathsOf);
       for (const r of refs) {
         if (r.form === 'data' && views.get(r.id)!.data === undefined) {
           throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (its transform redacts it).`);
