@@ -302,7 +302,7 @@ export function createReactorService(deps: {
       throw new ApiError(413, `The arguments are larger than ${DEFAULT_LIMITS.maxIoBytes} bytes as JSON.`);
     }
     const requestId = uuidv4();
-    const sealed = await vault.encrypt(principal.tenantId, `reactor-args:${requestId}`, { args: plain });
+    const sealed = await vault.encrypt(principal.tenantId, argsAad(requestId), { args: plain });
     await db.transaction(async (tx) => {
       await insertPendingResult(db, principal.tenantId, { id: requestId, reactor_id: reactor.id }, tx);
       await enqueue(db, principal.tenantId, RUN_JOB, {
@@ -325,9 +325,9 @@ export function createReactorService(deps: {
    * job never reports one run twice. False when the result was no longer pending.
    */
   async function storeOutcome(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome): Promise<boolean> {
-    const sealed = await vault.encrypt(reactor.tenant_id, `reactor-result:${requestId}`, outcome);
+    const sealed = await sealOutcome(reactor.tenant_id, requestId, outcome);
     return db.transaction(async (tx) => {
-      const stored = await completeResult(db, reactor.tenant_id, { id: requestId, status: outcome.ok ? 'completed' : 'failed', ciphertext: sealed.ciphertext, data_key_id: sealed.dataKeyId }, tx);
+      const stored = await completeResult(db, reactor.tenant_id, { id: requestId, ...sealed }, tx);
       if (stored) await groupCommit.write([settledEvent(reactor, requestId, outcome)], tx);
       return stored;
     });
@@ -338,16 +338,19 @@ export function createReactorService(deps: {
    * with Retrieve result too. Written with reactor.completed or reactor.failed.
    */
   async function settled(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome): Promise<Item[]> {
-    const sealed = await vault.encrypt(reactor.tenant_id, `reactor-result:${requestId}`, outcome);
-    return [
-      settledEvent(reactor, requestId, outcome),
-      resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, status: outcome.ok ? 'completed' : 'failed', ciphertext: sealed.ciphertext, data_key_id: sealed.dataKeyId }),
-    ];
+    const sealed = await sealOutcome(reactor.tenant_id, requestId, outcome);
+    return [settledEvent(reactor, requestId, outcome), resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, ...sealed })];
+  }
+
+  /** A finished run's stored form: its status, and the outcome sealed to the request id. */
+  async function sealOutcome(tenantId: string, requestId: string, outcome: Outcome) {
+    const { ciphertext, dataKeyId } = await vault.encrypt(tenantId, resultAad(requestId), outcome);
+    return { status: outcome.ok ? ('completed' as const) : ('failed' as const), ciphertext, data_key_id: dataKeyId };
   }
 
   /** Sealed to the stored request id, never to a path's spelling of it (a UUID may come in upper case). */
   function readOutcome(tenantId: string, row: ReactorResultRow): Promise<Outcome> {
-    return vault.decrypt(tenantId, `reactor-result:${row.id}`, row.ciphertext!, row.data_key_id!) as Promise<Outcome>;
+    return vault.decrypt(tenantId, resultAad(row.id), row.ciphertext!, row.data_key_id!) as Promise<Outcome>;
   }
 
   return {
@@ -489,7 +492,7 @@ export function createReactorService(deps: {
           const reactor = row && (await hydrate(row));
           if (!reactor) outcome = { ok: false, status: 404, detail: 'The reactor was deleted before it ran.' };
           else {
-            const { args } = (await vault.decrypt(tenantId, `reactor-args:${p.request_id}`, Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
+            const { args } = (await vault.decrypt(tenantId, argsAad(p.request_id), Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
             outcome = await execute(reactor, () => currentCaller(p.caller), args, limits.asyncTimeoutMs);
           }
         } catch (err) {
@@ -561,6 +564,15 @@ const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
 
 function configAad(reactorId: string): string {
   return `reactor-configuration:${reactorId}`;
+}
+
+/** A run's outcome and its arguments are sealed to its request id. */
+function resultAad(requestId: string): string {
+  return `reactor-result:${requestId}`;
+}
+
+function argsAad(requestId: string): string {
+  return `reactor-args:${requestId}`;
 }
 
 /** The SDK with `before` awaited ahead of every call: token operations happen only after it. */
