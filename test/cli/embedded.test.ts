@@ -6,30 +6,13 @@ import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { call } from '../helpers/http.ts';
 import { rememberSecret } from '../helpers/server.ts';
-import { killServed, runCli, serve } from '../helpers/cli.ts';
+import { alive, killServed, postmasterPid, runCli, serve } from '../helpers/cli.ts';
 
 const dirs: string[] = [];
 function tempDir(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-cli-'));
   dirs.push(dir);
   return dir;
-}
-
-function postmasterPid(dataDir: string): number | undefined {
-  try {
-    return Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
-  } catch {
-    return undefined;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** A setting of the running embedded server, read over its own generated login. */

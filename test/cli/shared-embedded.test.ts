@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { call } from '../helpers/http.ts';
-import { killServed, runCli, serve } from '../helpers/cli.ts';
+import { alive, killServed, postmasterPid, runCli, serve } from '../helpers/cli.ts';
 import { rememberSecret } from '../helpers/server.ts';
 
 /**
@@ -20,29 +20,12 @@ after(() => {
   for (const dir of [dataDir, freshDir]) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-function postmasterPid(dir = dataDir): number | undefined {
-  try {
-    return Number(fs.readFileSync(path.join(dir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
-  } catch {
-    return undefined;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 describe('two serve processes on one DATA_DIR', () => {
   it('the one that started the database stops without cutting off the other, which stops it last', async () => {
     const first = await serve({ DATA_DIR: dataDir });
     const key = first.firstKey!;
     const second = await serve({ DATA_DIR: dataDir });
-    const postmaster = postmasterPid()!;
+    const postmaster = postmasterPid(dataDir)!;
     try {
       assert.equal((await call(second.url, 'GET', '/tenants/self', { key })).status, 200);
       assert.equal(await first.stop(), 0);
@@ -55,7 +38,7 @@ describe('two serve processes on one DATA_DIR', () => {
     const end = Date.now() + 10_000;
     while (alive(postmaster) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
     assert.equal(alive(postmaster), false, 'the last process out stopped the database');
-    assert.equal(postmasterPid(), undefined);
+    assert.equal(postmasterPid(dataDir), undefined);
   });
 });
 

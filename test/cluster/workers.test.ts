@@ -6,7 +6,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { killServed, runCli, serve, type Served } from '../helpers/cli.ts';
+import { alive, killServed, runCli, serve, type Served } from '../helpers/cli.ts';
 import { call } from '../helpers/http.ts';
 import { createTestDatabase, rememberSecret } from '../helpers/server.ts';
 import { parseMetrics, valueOf } from '../helpers/metrics.ts';
@@ -60,15 +60,6 @@ async function waitFor<T>(what: string, check: () => T | undefined | false, ms =
     if (value) return value;
     if (Date.now() > end) throw new Error(`${what}: not reached in time`);
     await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -91,3 +91,21 @@ export function serve(env: Record<string, string>, args: string[] = []): Promise
     });
   });
 }
+
+/** The pid in DATA_DIR's postmaster.pid: the embedded PostgreSQL's, or undefined when there is none. */
+export function postmasterPid(dataDir: string): number | undefined {
+  try {
+    return Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  } catch {
+    return undefined;
+  }
+}
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
