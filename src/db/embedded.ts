@@ -106,9 +106,15 @@ function readRuntime(runtimePath: string): RuntimeFile | undefined {
 }
 
 function postmasterPid(pgdata: string): number | undefined {
+  const pid = readPostmasterFile(pgdata)?.pid;
+  return pid && isAlive(pid) ? pid : undefined;
+}
+
+/** PostgreSQL's own lock file in pgdata: the postmaster's pid and port, or undefined without one. */
+function readPostmasterFile(pgdata: string): { pid: number; port: number } | undefined {
   try {
-    const pid = Number(fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n')[0]);
-    return pid && isAlive(pid) ? pid : undefined;
+    const lines = fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n');
+    return { pid: Number(lines[0]), port: Number(lines[3]) };
   } catch {
     return undefined;
   }
@@ -292,14 +298,7 @@ type Running = { url: string; port: number; pid: number };
 
 /** A server is running when postmaster.pid names a live process that accepts our login. */
 async function findRunning(pgdata: string, password: string): Promise<Running | undefined> {
-  let lines: string[];
-  try {
-    lines = fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n');
-  } catch {
-    return undefined;
-  }
-  const pid = Number(lines[0]);
-  const port = Number(lines[3]);
+  const { pid, port } = readPostmasterFile(pgdata) ?? {};
   if (!pid || !port || !isAlive(pid)) return undefined;
   if (!isPostgresProcess(pid)) {
     // After a reboot the old pid can belong to an unrelated process; the lock is stale.
