@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { buildConnector } from 'undici';
+import { Gate } from '../gate.ts';
 import { OutboundError } from './errors.ts';
 import { type AddressPolicy, stripBrackets } from './policy.ts';
 
@@ -17,21 +18,9 @@ export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
  */
 export const MAX_CONCURRENT_LOOKUPS = 8;
 
-let lookupsRunning = 0;
-const lookupsWaiting: (() => void)[] = [];
+const lookups = new Gate(MAX_CONCURRENT_LOOKUPS);
 
-export const systemResolver: Resolver = async (hostname) => {
-  // A finished lookup hands its slot straight to the next in line, so none is ever over the cap.
-  if (lookupsRunning >= MAX_CONCURRENT_LOOKUPS) await new Promise<void>((resolve) => lookupsWaiting.push(resolve));
-  else lookupsRunning++;
-  try {
-    return await dns.promises.lookup(hostname, { all: true, order: 'verbatim' });
-  } finally {
-    const next = lookupsWaiting.shift();
-    if (next) next();
-    else lookupsRunning--;
-  }
-};
+export const systemResolver: Resolver = (hostname) => lookups.run(() => dns.promises.lookup(hostname, { all: true, order: 'verbatim' }));
 
 export type LookupCallback = (err: Error | null, address: string | ResolvedAddress[], family?: number) => void;
 

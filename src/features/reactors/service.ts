@@ -22,7 +22,7 @@ import { presentToken } from '../tokens/present.ts';
 import { createTokenSdk } from '../tokens/sdk.ts';
 import type { TokenService } from '../tokens/service.ts';
 import { compileValidator } from '../../http/validate.ts';
-import { BusyError, Gate } from './gate.ts';
+import { Gate } from '../../gate.ts';
 import { failed, ReactorProblem, type Outcome } from './outcome.ts';
 import { MAX_CALLBACK_URL_LENGTH, ReactorBody } from './schema.ts';
 import {
@@ -77,7 +77,7 @@ export function createReactorService(deps: {
   const { db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log, notifier } = deps;
   const resultTable = groupCommit.table<SettledResultRow>('reactor_results', { insert: insertSettledResultsStatement });
   // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
-  const gate = new Gate(limits.concurrency, limits.concurrency * 10);
+  const gate = new Gate(limits.concurrency, { maxQueue: limits.concurrency * 10, refuse: () => new BusyError() });
 
   // The reactors that react and react-async invoke, by tenant and id, with the configuration
   // decrypted: held in memory only (never logged), for a few seconds, and cleared by any change
@@ -561,6 +561,14 @@ function flatten(headers: Record<string, string | string[]>): Record<string, str
 }
 
 const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
+
+/** The gate's refusal: the run never started. */
+class BusyError extends ApiError {
+  constructor() {
+    super(429, 'Too many reactor runs are in progress; retry shortly.');
+    this.retryAfterSeconds = 1;
+  }
+}
 
 function configAad(reactorId: string): string {
   return `reactor-configuration:${reactorId}`;

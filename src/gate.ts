@@ -1,28 +1,24 @@
-import { ApiError } from '../../http/errors.ts';
-
-/** The gate's refusal: the run never started. */
-export class BusyError extends ApiError {
-  constructor() {
-    super(429, 'Too many reactor runs are in progress; retry shortly.');
-    this.retryAfterSeconds = 1;
-  }
-}
-
-/** A counting semaphore with a bounded queue: past it, callers get 429 rather than waiting forever. */
+/**
+ * A counting semaphore with a bounded queue: at most `max` calls of `run` at once, the rest
+ * waiting their turn in order; past `maxQueue` waiting, a call is refused at once with the
+ * error `refuse` makes rather than waiting forever.
+ */
 export class Gate {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
   private readonly max: number;
   private readonly maxQueue: number;
+  private readonly refuse: () => Error;
 
-  constructor(max: number, maxQueue: number) {
+  constructor(max: number, opts: { maxQueue?: number; refuse?: () => Error } = {}) {
     this.max = max;
-    this.maxQueue = maxQueue;
+    this.maxQueue = opts.maxQueue ?? Infinity;
+    this.refuse = opts.refuse ?? (() => new Error('too many calls are waiting'));
   }
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
     if (this.active >= this.max) {
-      if (this.waiting.length >= this.maxQueue) throw new BusyError();
+      if (this.waiting.length >= this.maxQueue) throw this.refuse();
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
     // No caller can take the slot between the finally below and this line: the woken waiter's
