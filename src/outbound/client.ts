@@ -5,6 +5,7 @@ import { Agent, type Dispatcher } from 'undici';
 import { createGuardedConnector, type Resolver, systemResolver } from './connect.ts';
 import { describeTarget, OutboundError, toOutboundError } from './errors.ts';
 import { BODY_HEADERS, CREDENTIAL_HEADERS, prepareHeaders, prepareMethod, responseHeaders, withoutHeaders } from './headers.ts';
+import { type Answer, NodeHttpTransport } from './node-http.ts';
 import { AddressPolicy, BLOCKED_PORTS, stripBrackets } from './policy.ts';
 
 export { OutboundError } from './errors.ts';
@@ -78,6 +79,8 @@ const DEFAULT_KEEP_ALIVE_MAX_MS = 30_000;
 export class OutboundClient {
   readonly #policy: AddressPolicy;
   readonly #agent: Agent;
+  /** For the requests undici cannot send: ones with a Keep-Alive header (see node-http.ts). */
+  readonly #node: NodeHttpTransport;
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;
   readonly #maxRedirects: number;
@@ -89,19 +92,18 @@ export class OutboundClient {
     this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     if (!Number.isInteger(this.#maxRedirects) || this.#maxRedirects < 0) throw new TypeError('maxRedirects must be a non-negative integer');
     const connections = positive(options.connections, DEFAULT_CONNECTIONS, 'connections');
-    this.#agent = new Agent({
-      connections,
-      // undici honours a destination's "Keep-Alive: timeout=…" up to 10 minutes: destinations
-      // chosen by tenants could then pin an idle socket per origin that long, and enough of
-      // them would exhaust the process's file descriptors.
-      keepAliveMaxTimeout: positive(options.keepAliveMaxMs, DEFAULT_KEEP_ALIVE_MAX_MS, 'keepAliveMaxMs'),
-      connect: createGuardedConnector({
-        policy: this.#policy,
-        resolve: options.resolve ?? systemResolver,
-        connectTimeoutMs: positive(options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs'),
-        ca: options.ca,
-      }),
+    // undici honours a destination's "Keep-Alive: timeout=…" up to 10 minutes: destinations
+    // chosen by tenants could then pin an idle socket per origin that long, and enough of
+    // them would exhaust the process's file descriptors.
+    const keepAliveMaxMs = positive(options.keepAliveMaxMs, DEFAULT_KEEP_ALIVE_MAX_MS, 'keepAliveMaxMs');
+    const connector = createGuardedConnector({
+      policy: this.#policy,
+      resolve: options.resolve ?? systemResolver,
+      connectTimeoutMs: positive(options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs'),
+      ca: options.ca,
     });
+    this.#agent = new Agent({ connections, keepAliveMaxTimeout: keepAliveMaxMs, connect: connector });
+    this.#node = new NodeHttpTransport({ connector, connections, keepAliveMaxMs });
   }
 
   /**
@@ -184,6 +186,7 @@ export class OutboundClient {
 
   /** Closes pooled connections once in-flight requests finish. */
   async close(): Promise<void> {
+    this.#node.close();
     await this.#agent.close();
   }
 
@@ -200,22 +203,25 @@ export class OutboundClient {
     const follow = req.followRedirects === true;
 
     for (let redirects = 0; ; redirects++) {
-      const response = await this.#agent.request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: method as Dispatcher.HttpMethod,
-        headers,
-        body,
-        signal: deadline.signal,
-        // The one total deadline governs; undici's own idle timers would only race it.
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      });
+      const response: Answer = Object.hasOwn(headers, 'keep-alive')
+        ? await this.#node.request({ url, method, headers, body, signal: deadline.signal })
+        : await this.#agent.request({
+            origin: url.origin,
+            path: `${url.pathname}${url.search}`,
+            method: method as Dispatcher.HttpMethod,
+            headers,
+            body,
+            signal: deadline.signal,
+            // The one total deadline governs; undici's own idle timers would only race it.
+            headersTimeout: 0,
+            bodyTimeout: 0,
+          });
       const location = response.headers.location;
       if (!follow || !REDIRECT_STATUSES.has(response.statusCode) || typeof location !== 'string') return { response, url, method };
 
-      // Free the connection for reuse; a large redirect body just closes it.
-      await response.body.dump().catch(() => {});
+      // Free the connection for reuse (undici); a large redirect body, or Node's, just closes it.
+      if (response.body.dump) await response.body.dump().catch(() => {});
+      else dropBody(response.body);
       if (redirects >= this.#maxRedirects) {
         throw new OutboundError('too_many_redirects', `more than ${this.#maxRedirects} redirects, last from ${describeTarget(url)}`);
       }
@@ -249,7 +255,7 @@ export class OutboundClient {
 
 type HopState = { url: URL | undefined };
 /** `method` is the one the last hop was sent with (a redirect may have turned it into GET). */
-type Hop = { response: Dispatcher.ResponseData; url: URL; method: string };
+type Hop = { response: Answer; url: URL; method: string };
 
 /** One total deadline per call: connect, every redirect hop, headers and body. */
 class Deadline {
@@ -318,7 +324,7 @@ function streamBody({ hop: { response, url }, limit, deadline }: Opened): Outbou
  * Reads the body, stopping (and dropping the connection) as soon as it passes the limit; a
  * declared length past it was refused before (#open).
  */
-async function readLimited(response: Dispatcher.ResponseData, limit: number, url: URL): Promise<Buffer> {
+async function readLimited(response: Answer, limit: number, url: URL): Promise<Buffer> {
   const body = response.body;
   const chunks: Buffer[] = [];
   let size = 0;
@@ -351,7 +357,7 @@ function declaredLength({ response, method }: Hop): number {
 }
 
 /** The error for a response past the limit; its body, when given, is dropped with its connection. */
-function tooLarge(url: URL, limit: number, response?: Dispatcher.ResponseData): OutboundError {
+function tooLarge(url: URL, limit: number, response?: Answer): OutboundError {
   if (response) dropBody(response.body);
   return new OutboundError('too_large', `response from ${describeTarget(url)} exceeds the ${limit}-byte limit`);
 }

@@ -13,6 +13,9 @@ const BAD_VALUE = /[\0\r\n]/;
  */
 const DROPPED = new Set(['connection', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect']);
 
+/** The caller's wishes for the connection a streaming call (a proxy's) is sent on. */
+const PASSED_CONNECTION_HEADERS = new Set(['connection', 'keep-alive']);
+
 /** Headers describing a request body, removed when a redirect turns the request into a GET. */
 export const BODY_HEADERS = ['content-type', 'content-encoding', 'content-language', 'content-location'];
 
@@ -21,8 +24,9 @@ export const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorizati
 
 /**
  * Lower-cases names, merges duplicates, validates, and drops what the caller may not set.
- * `passConnection` (streaming proxies) keeps an explicit `connection` header: undici
- * honours `close` (the socket is not reused) and validates the token list.
+ * `passConnection` (streaming proxies) keeps explicit `connection` and `keep-alive` headers:
+ * `close` keeps the socket out of the pool afterwards, and a request with `keep-alive` is
+ * sent by Node's client, since undici refuses that header (see node-http.ts).
  */
 export function prepareHeaders(input: HeaderMap | undefined, passConnection: boolean): HeaderMap {
   const out: HeaderMap = {};
@@ -40,7 +44,7 @@ export function prepareHeaders(input: HeaderMap | undefined, passConnection: boo
       }
     }
     if (name.startsWith('proxy-')) continue;
-    if (DROPPED.has(name) && !(passConnection && name === 'connection')) continue;
+    if (DROPPED.has(name) && !(passConnection && PASSED_CONNECTION_HEADERS.has(name))) continue;
     const existing = Object.hasOwn(out, name) ? out[name] : undefined;
     if (existing === undefined) put(out, name, Array.isArray(rawValue) ? [...rawValue] : rawValue);
     else put(out, name, [...(Array.isArray(existing) ? existing : [existing]), ...values]);

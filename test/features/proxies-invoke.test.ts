@@ -293,8 +293,7 @@ describe('proxy invocation', () => {
         'x-custom': 'kept',
         'x-hop': 'dropped',
         connection: 'keep-alive, x-hop',
-        'keep-alive': 'timeout=5',
-        'svc-proxy-keep-alive': 'timeout=5',
+        'keep-alive': 'timeout=9',
       }, '{}');
       assert.equal(res.status, 200, res.text);
       const h = res.body.headers;
@@ -316,6 +315,31 @@ describe('proxy invocation', () => {
       assert.equal(kept.body.headers.connection, 'keep-alive');
       const bad = await invoke(p.key, 'GET', '', { headers: { 'svc-proxy-connection': 'upgrade' } });
       assertProxyError(bad, 400, /SVC-PROXY-CONNECTION/);
+    });
+
+    it('SVC-PROXY-KEEP-ALIVE becomes the Keep-Alive header of the destination call, the caller\'s own Keep-Alive does not', async () => {
+      const p = await proxy({}, '/keepalive');
+      const res = await rawRequest(server.url, 'POST', '/proxy/v1?x=1', {
+        'svc-proxy-key': p.key,
+        'svc-api-key': backend.key,
+        'content-type': 'application/json',
+        'keep-alive': 'timeout=9',
+        'svc-proxy-keep-alive': 'timeout=5, max=100',
+      }, JSON.stringify({ pan: `{{ ${cardToken} | json: '$.number' }}` }));
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.headers.get('svc-proxy-destination-status'), '200');
+      assert.equal(res.body.headers['keep-alive'], 'timeout=5, max=100');
+      assert.equal(res.body.headers.connection, 'keep-alive');
+      assert.equal(res.body.url, '/keepalive/v1?x=1');
+      assert.deepEqual(JSON.parse(res.body.body), { pan: PAN });
+      const closing = await invoke(p.key, 'GET', '', { headers: { 'svc-proxy-keep-alive': 'timeout=5', 'svc-proxy-connection': 'close' } });
+      assert.equal(closing.status, 200, closing.text);
+      assert.equal(closing.body.headers['keep-alive'], 'timeout=5');
+      assert.equal(closing.body.headers.connection, 'close');
+      for (const value of ['timeout=5;max=1', 'timeout=5,', '=5']) {
+        const bad = await invoke(p.key, 'GET', '', { headers: { 'svc-proxy-keep-alive': value } });
+        assertProxyError(bad, 400, /SVC-PROXY-KEEP-ALIVE/);
+      }
     });
   });
 

@@ -499,9 +499,17 @@ export function createProxyService(deps: {
       let headers = forwardedHeaders(inv.headers);
       const connection = header(inv.headers, 'svc-proxy-connection')?.trim().toLowerCase();
       if (connection !== undefined) {
-        // undici sends only these two (and manages the socket accordingly); see docs/proxies.md.
+        // The pool manages the socket by these two; any other token would name a hop-by-hop
+        // header of Coffer's own connection. See docs/proxies.md.
         if (connection !== 'close' && connection !== 'keep-alive') throw ApiError.field('headers.svc-proxy-connection', 'SVC-PROXY-CONNECTION must be close or keep-alive');
         headers.connection = connection;
+      }
+      const keepAlive = header(inv.headers, 'svc-proxy-keep-alive')?.trim();
+      if (keepAlive !== undefined) {
+        if (!KEEP_ALIVE_PARAMETERS.test(keepAlive)) {
+          throw ApiError.field('headers.svc-proxy-keep-alive', 'SVC-PROXY-KEEP-ALIVE must be a list of Keep-Alive parameters, such as timeout=5, max=100');
+        }
+        headers['keep-alive'] = keepAlive;
       }
       const bodyless = inv.method === 'GET';
       const prepared = await detokenizeBody(entry, principal, header(inv.headers, 'content-type'), header(inv.headers, 'content-encoding'), bodyless ? undefined : inv.body);
@@ -529,6 +537,13 @@ export function createProxyService(deps: {
 }
 
 // ---- helpers (pure) -----------------------------------------------------------------
+
+/** A Keep-Alive header's value (RFC 2068 §19.7.1): `name[=value]` parameters separated by commas. */
+const KEEP_ALIVE_PARAMETERS = (() => {
+  const token = String.raw`[!#$%&'*+\-.^_\`|~0-9A-Za-z]+`;
+  const parameter = String.raw`${token}(?:=(?:${token}|"[^"\\]*"))?`;
+  return new RegExp(String.raw`^${parameter}(?:[ \t]*,[ \t]*${parameter})*$`);
+})();
 
 function secretAad(proxyId: string): string {
   return `proxy:${proxyId}`;

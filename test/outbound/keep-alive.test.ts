@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { closedPort, fakeResolver, rejectsWith, startRecordingServer, startServer, startSilentServer, trackClientsAndServers } from './helpers.ts';
+
+// A streaming call carrying a Keep-Alive header goes out through Node's HTTP client (undici
+// refuses the header): the same checks, deadline and pooling must hold on that path.
+const { client, server } = trackClientsAndServers();
+const fixtures = path.join(import.meta.dirname, 'fixtures');
+const pair = { key: fs.readFileSync(path.join(fixtures, 'key.pem'), 'utf8'), cert: fs.readFileSync(path.join(fixtures, 'cert.pem'), 'utf8') };
+
+async function text(body: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString();
+}
+
+test('a Keep-Alive header reaches the destination with the method, path, Host, body and its length', async () => {
+  const s = await server(startRecordingServer((_req, res) => {
+    res.setHeader('set-cookie', ['a=1', 'b=2']);
+    res.setHeader('x-twice', ['one', 'two']);
+    res.end('answered');
+  }));
+  const c = client({ allowlist: ['127.0.0.1'] });
+  const res = await c.stream({
+    url: `${s.origin}/v1/charges?x=1&y=%20`,
+    method: 'PUT',
+    headers: { 'Keep-Alive': 'timeout=5, max=100', 'content-type': 'application/json', authorization: 'Bearer t', 'x-list': ['1', '2'] },
+    body: '{"amount":100}',
+  });
+  assert.equal(res.status, 200);
+  assert.equal(await text(res.body), 'answered');
+  assert.deepEqual(res.headers['set-cookie'], ['a=1', 'b=2']);
+  assert.deepEqual(res.headers['x-twice'], ['one', 'two'], 'repeats stay separate values, as undici gives them');
+  assert.equal(res.headers['content-length'], '8');
+  const [seen] = s.seen;
+  assert.equal(seen.method, 'PUT');
+  assert.equal(seen.url, '/v1/charges?x=1&y=%20');
+  assert.equal(seen.body, '{"amount":100}');
+  assert.equal(seen.headers['keep-alive'], 'timeout=5, max=100');
+  assert.equal(seen.headers.connection, 'keep-alive');
+  assert.equal(seen.headers.host, `127.0.0.1:${s.port}`);
+  assert.equal(seen.headers['content-length'], '14');
+  assert.equal(seen.headers['content-type'], 'application/json');
+  assert.equal(seen.headers.authorization, 'Bearer t');
+  assert.equal(seen.headers['x-list'], '1, 2');
+});
+
+test('requests with Keep-Alive share one pooled connection; Connection: close takes it out of the pool', async () => {
+  const ports: number[] = [];
+  const seen: (string | undefined)[] = [];
+  const s = await server(startServer((req, res) => {
+    ports.push(req.socket.remotePort!);
+    seen.push(req.headers.connection);
+    res.end('ok');
+  }));
+  const c = client({ allowlist: ['127.0.0.1'] });
+  for (let i = 0; i < 3; i++) {
+    const res = await c.stream({ url: s.origin, headers: { 'keep-alive': 'timeout=5' } });
+    await text(res.body);
+    await new Promise(setImmediate);
+  }
+  assert.equal(new Set(ports).size, 1, `one socket for all three: ${ports.join(',')}`);
+  const closing = await c.stream({ url: s.origin, headers: { 'keep-alive': 'timeout=5', connection: 'close' } });
+  await text(closing.body);
+  assert.equal(seen[3], 'close');
+  await new Promise(setImmediate);
+  const after = await c.stream({ url: s.origin, headers: { 'keep-alive': 'timeout=5' } });
+  await text(after.body);
+  assert.notEqual(ports[4], ports[3], 'the closed socket is not reused');
+  assert.equal(s.connections(), 2);
+});
+
+test('the Keep-Alive path refuses blocked addresses before connecting, by literal IP and by resolved name', async () => {
+  const s = await server(startServer((_req, res) => res.end('reached')));
+  const dns = fakeResolver({ 'api.test': ['127.0.0.1'] });
+  const c = client({ allowlist: [], resolve: dns.resolve });
+  await rejectsWith(c.stream({ url: `http://api.test:${s.port}/`, headers: { 'keep-alive': 'timeout=5' } }), 'blocked_address');
+  await rejectsWith(c.stream({ url: `http://127.0.0.1:${s.port}/`, headers: { 'keep-alive': 'timeout=5' } }), 'blocked_address');
+  assert.equal(s.connections(), 0);
+  // Allowed by name: the socket connects to the checked address.
+  const allowed = client({ allowlist: ['api.test'], resolve: dns.resolve });
+  const res = await allowed.stream({ url: `http://api.test:${s.port}/`, headers: { 'keep-alive': 'timeout=5' } });
+  assert.equal(await text(res.body), 'reached');
+});
+
+test('the Keep-Alive path keeps the deadline and reports a refused connection', async () => {
+  const silent = await server(startSilentServer());
+  const c = client({ allowlist: ['127.0.0.1'] });
+  await rejectsWith(c.stream({ url: silent.origin, headers: { 'keep-alive': 'timeout=5' }, timeoutMs: 200 }), 'timeout');
+  const port = await closedPort();
+  await rejectsWith(c.stream({ url: `http://127.0.0.1:${port}/`, headers: { 'keep-alive': 'timeout=5' } }), 'connect_failed');
+});
+
+test('the Keep-Alive path refuses a connection header other than close or keep-alive, as undici does', async () => {
+  const s = await server(startServer((_req, res) => res.end('reached')));
+  const c = client({ allowlist: ['127.0.0.1'] });
+  await rejectsWith(c.stream({ url: s.origin, headers: { 'keep-alive': 'timeout=5', connection: 'upgrade' } }), 'invalid_request');
+  assert.equal(s.connections(), 0);
+});
+
+test('the Keep-Alive path speaks HTTPS, verifying the certificate by the URL\'s name', async () => {
+  const s = await server(startServer((req, res) => res.end(`secure ${req.headers.host} ${req.headers['keep-alive']}`), pair));
+  const dns = fakeResolver({ 'api.test': ['127.0.0.1'], 'other.test': ['127.0.0.1'] });
+  const c = client({ allowlist: ['api.test', 'other.test'], resolve: dns.resolve, ca: pair.cert });
+  const res = await c.stream({ url: `https://api.test:${s.port}/`, headers: { 'keep-alive': 'timeout=5' } });
+  assert.equal(await text(res.body), `secure api.test:${s.port} timeout=5`);
+  const err = await rejectsWith(c.stream({ url: `https://other.test:${s.port}/`, headers: { 'keep-alive': 'timeout=5' } }), 'connect_failed');
+  assert.match(err.message, /TLS/);
+});
+
+test('request() still drops a Keep-Alive header: only streaming calls (proxies) pass it', async () => {
+  const s = await server(startRecordingServer((_req, res) => res.end('ok')));
+  const c = client({ allowlist: ['127.0.0.1'] });
+  await c.request({ url: s.origin, headers: { 'keep-alive': 'timeout=5' } });
+  assert.equal(s.seen[0].headers['keep-alive'], undefined);
+});
