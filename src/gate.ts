@@ -17,8 +17,17 @@ export class Gate {
   }
 
   async run<T>(fn: () => Promise<T>): Promise<T> {
+    return this.#enter(fn, this.maxQueue);
+  }
+
+  /** run(), except that with no slot free now the call is refused at once (with `refuse`'s error, if given) instead of waiting. */
+  async tryRun<T>(fn: () => Promise<T>, refuse = this.refuse): Promise<T> {
+    return this.#enter(fn, 0, refuse);
+  }
+
+  async #enter<T>(fn: () => Promise<T>, maxQueue: number, refuse = this.refuse): Promise<T> {
     if (this.active >= this.max) {
-      if (this.waiting.length >= this.maxQueue) throw this.refuse();
+      if (this.waiting.length >= maxQueue) throw refuse();
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
     // No caller can take the slot between the finally below and this line: the woken waiter's

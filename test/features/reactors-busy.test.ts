@@ -70,3 +70,75 @@ describe('reactor runs past REACTOR_CONCURRENCY', () => {
     assert.deepEqual(counts, { invoked: ran, completed: ran, results: ran }, 'only the runs that started left a trace');
   });
 });
+
+/**
+ * A run under SVC-IDEMPOTENCY-KEY holds a pooled database connection (its request's
+ * transaction) from before it is admitted until its reply: it never waits for a slot, and
+ * such runs take at most half the pool, so slow code cannot starve everyone else's requests.
+ */
+describe('reactor runs under an idempotency key', () => {
+  let receiver: Receiver;
+  before(async () => {
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await receiver?.close();
+  });
+
+  async function slowReactor(server: TestServer, gate: string): Promise<(key?: string) => Promise<Awaited<ReturnType<typeof call>>>> {
+    const invoker = (await createApplication(server, { name: `invoker ${gate}`, type: 'private', permissions: ['token:use'] })).key;
+    const code = `module.exports = async () => { await fetch(${JSON.stringify(receiver.url(gate))}); return { raw: 'done' }; };`;
+    const created = await call(server, 'POST', '/reactors', { key: server.key, body: { name: `slow ${gate}`, code, configuration: {} } });
+    assert.equal(created.status, 201, created.text);
+    return (key) => call(server, 'POST', `/reactors/${created.body.id}/react`, { key: invoker, body: {}, headers: key ? { 'svc-idempotency-key': key } : {} });
+  }
+
+  it('do not wait for a busy slot: 429 at once, and the key is free for the retry', async () => {
+    const server = await startTestServer({ REACTOR_CONCURRENCY: '1', OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    try {
+      const gate = '/idem-wait';
+      const release = receiver.hold(gate);
+      const react = await slowReactor(server, gate);
+      const first = react();
+      await until(() => receiver.at(gate).length === 1, 'the first run to reach the gate');
+      const queued = react();
+      let queuedAnswered = false;
+      void queued.then(() => (queuedAnswered = true));
+      const refused = await react('idem-busy-1');
+      assert.equal(refused.status, 429, refused.text);
+      assert.match(refused.body.detail, /SVC-IDEMPOTENCY-KEY does not wait/);
+      assert.equal(refused.headers.get('retry-after'), '1');
+      assert.equal(queuedAnswered, false, 'a run without a key still queues');
+      release();
+      assert.equal((await first).status, 200);
+      assert.equal((await queued).status, 200);
+      const retried = await react('idem-busy-1');
+      assert.equal(retried.status, 200, retried.text);
+      assert.deepEqual(retried.body.raw, 'done');
+      assert.equal(retried.headers.get('svc-idempotent-replayed'), null, 'the refused attempt stored nothing');
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('take at most half the pool\'s connections; runs without a key still get slots', async () => {
+    const server = await startTestServer({ REACTOR_CONCURRENCY: '4', DATABASE_POOL_SIZE: '2', OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    try {
+      const gate = '/idem-pool';
+      const release = receiver.hold(gate);
+      const react = await slowReactor(server, gate);
+      const holding = react('idem-pool-1');
+      await until(() => receiver.at(gate).length === 1, 'the idempotent run to reach the gate');
+      const refused = await react('idem-pool-2');
+      assert.equal(refused.status, 429, refused.text);
+      assert.match(refused.body.detail, /holds a database connection/);
+      const plain = react();
+      await until(() => receiver.at(gate).length === 2, 'a run without a key to start beside it');
+      release();
+      assert.equal((await holding).status, 200);
+      assert.equal((await plain).status, 200);
+    } finally {
+      await server.stop();
+    }
+  });
+});

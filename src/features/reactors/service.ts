@@ -78,6 +78,13 @@ export function createReactorService(deps: {
   const resultTable = groupCommit.table<SettledResultRow>('reactor_results', { insert: insertSettledResultsStatement });
   // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
   const gate = new Gate(limits.concurrency, { maxQueue: limits.concurrency * 10, refuse: () => new BusyError() });
+  // A run under an idempotency key is inside its request's transaction, so it holds one of the
+  // pool's connections from before it is admitted until its reply is sent. Such runs never
+  // wait for a slot, and at most half the pool is theirs: slow code run with idempotency keys
+  // cannot take every connection the other requests of every tenant need.
+  const holding = () => new BusyError(HOLDING);
+  const heldRuns = new Gate(Math.max(1, Math.floor((db.pool.options.max ?? 10) / 2)), { refuse: holding });
+  const admit = <T>(run: () => Promise<T>): Promise<T> => (db.inTransaction() ? heldRuns.tryRun(() => gate.tryRun(run, holding)) : gate.run(run));
 
   // The reactors that react and react-async invoke, by tenant and id, with the configuration
   // decrypted: held in memory only (never logged), for a few seconds, and cleared by any change
@@ -203,7 +210,7 @@ export function createReactorService(deps: {
     const app = await appPrincipal(reactor);
     const tokenSdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body')) : undefined;
     const sdk = tokenSdk && beforeEgress ? gated(tokenSdk, beforeEgress) : tokenSdk;
-    const result = await gate.run(() => sandbox.run({
+    const result = await admit(() => sandbox.run({
       tenantId: reactor.tenant_id,
       cacheKey: `${reactor.tenant_id}:${reactor.id}:${reactor.version}`,
       code: reactor.code,
@@ -564,11 +571,13 @@ const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
 
 /** The gate's refusal: the run never started. */
 class BusyError extends ApiError {
-  constructor() {
-    super(429, 'Too many reactor runs are in progress; retry shortly.');
+  constructor(why = '') {
+    super(429, `Too many reactor runs are in progress${why}; retry shortly.`);
     this.retryAfterSeconds = 1;
   }
 }
+
+const HOLDING = ', and a run under SVC-IDEMPOTENCY-KEY does not wait for one to finish (it holds a database connection while it waits)';
 
 function configAad(reactorId: string): string {
   return `reactor-configuration:${reactorId}`;
