@@ -28,16 +28,19 @@ export class Gate {
   async #enter<T>(fn: () => Promise<T>, maxQueue: number, refuse = this.refuse): Promise<T> {
     if (this.active >= this.max) {
       if (this.waiting.length >= maxQueue) throw refuse();
+      // Woken holding the slot its predecessor handed over (below): `active` already counts it.
       await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.active++;
     }
-    // No caller can take the slot between the finally below and this line: the woken waiter's
-    // continuation is the next job queued after the slot is freed.
-    this.active++;
     try {
       return await fn();
     } finally {
-      this.active--;
-      this.waiting.shift()?.();
+      // The slot passes straight to the first waiter, so a caller arriving before that waiter
+      // resumes finds none free and cannot push the count past max.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.active--;
     }
   }
 }

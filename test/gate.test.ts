@@ -44,3 +44,23 @@ test('a slot is freed when the call throws', async () => {
   }), /boom/);
   assert.equal(await gate.tryRun(async () => 'next'), 'next');
 });
+
+test('a freed slot goes to the first waiter: a caller arriving before it resumes does not get in too', async () => {
+  const gate = new Gate(1);
+  let inside = 0;
+  let most = 0;
+  const enter = async () => {
+    inside++;
+    most = Math.max(most, inside);
+    await new Promise(setImmediate);
+    inside--;
+  };
+  const hold = deferred();
+  const first = gate.run(() => hold.promise);
+  const waiter = gate.run(enter);
+  // Runs right after the slot is freed, before the waiter's continuation.
+  const newcomer = hold.promise.then(() => gate.run(enter));
+  hold.resolve();
+  await Promise.all([first, waiter, newcomer]);
+  assert.equal(most, 1);
+});
