@@ -7,6 +7,8 @@ export type Config = {
   dataDir: string;
   databaseUrl: string | undefined;
   databasePoolSize: number;
+  /** Statements running longer are cancelled (0: never); migrations are exempt. */
+  databaseStatementTimeoutMs: number;
   logLevel: LogLevel;
   cofferKeys: string | undefined;
   authCacheSeconds: number;
@@ -68,6 +70,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(read.string('DATA_DIR', './data')),
     databaseUrl: read.databaseUrl('DATABASE_URL'),
     databasePoolSize: read.int('DATABASE_POOL_SIZE', 20, 1, 500),
+    databaseStatementTimeoutMs: read.int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     logLevel: read.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
     cofferKeys: read.optional('COFFER_KEYS'),
     authCacheSeconds: read.int('AUTH_CACHE_SECONDS', 5, 0, 300),

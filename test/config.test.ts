@@ -20,3 +20,17 @@ describe('WEBHOOK_RETRY_SCHEDULE', () => {
     }
   });
 });
+
+describe('DATABASE_STATEMENT_TIMEOUT_MS', () => {
+  it('defaults to 30 s; 0 turns the limit off', () => {
+    assert.equal(loadConfig({}).databaseStatementTimeoutMs, 30_000);
+    assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs, 0);
+    assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '5000' }).databaseStatementTimeoutMs, 5000);
+  });
+
+  it('refuses a value outside 0–3,600,000, naming the setting', () => {
+    for (const bad of ['-1', '3600001', 'abc', '1.5']) {
+      assert.throws(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: bad }), (err: unknown) => err instanceof ConfigError && /DATABASE_STATEMENT_TIMEOUT_MS/.test(err.message), bad);
+    }
+  });
+});

@@ -16,6 +16,10 @@ const MIGRATION_LOCK = 726_411_903;
 export async function migrate(pool: pg.Pool, log: Logger): Promise<string[]> {
   const client = await pool.connect();
   try {
+    // Building an index on a large table, or waiting for another process's migrations, may
+    // take longer than DATABASE_STATEMENT_TIMEOUT_MS allows a request: no limit here. The
+    // connection is closed afterwards rather than returned to the pool without its limit.
+    await client.query('SET statement_timeout = 0');
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
     await client.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
@@ -40,7 +44,7 @@ export async function migrate(pool: pg.Pool, log: Logger): Promise<string[]> {
     return applied;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
-    client.release();
+    client.release(true);
   }
 }
 

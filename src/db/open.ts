@@ -24,7 +24,7 @@ export async function openDatabase(
     : await startEmbeddedPostgres(config.dataDir, log, { takeOwnership: opts.takeOwnership });
   const url = config.databaseUrl ?? embedded!.url;
   if (config.databaseUrl) await checkReachable(config.databaseUrl);
-  const db = new Database(url, config.databasePoolSize, log);
+  const db = new Database(url, config.databasePoolSize, log, { statementTimeoutMs: config.databaseStatementTimeoutMs });
   try {
     if (opts.migrate) await migrate(db.pool, log);
   } catch (err) {

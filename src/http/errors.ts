@@ -212,6 +212,9 @@ export function sendProblem(reply: FastifyReply, request: FastifyRequest, error:
 const DATABASE_UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
 const DATABASE_UNAVAILABLE_MESSAGES = /^(timeout exceeded when trying to connect|Connection terminated|Client has encountered a connection error)/;
 
+/** query_canceled: a statement past statement_timeout (or cancelled by an operator). */
+const STATEMENT_CANCELLED = '57014';
+
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   return (typeof e?.code === 'string' && DATABASE_UNAVAILABLE_CODES.has(e.code)) || (typeof e?.message === 'string' && DATABASE_UNAVAILABLE_MESSAGES.test(e.message));
@@ -222,6 +225,12 @@ export function isDatabaseUnavailable(err: unknown): boolean {
  * 503 to retry, anything else a 500 that shows nothing of its cause.
  */
 export function unexpectedError(err: Error & { code?: unknown }, log: FastifyBaseLogger, what = 'unhandled error'): ApiError {
+  if (err?.code === STATEMENT_CANCELLED) {
+    log.error({ err: { message: err.message, code: err.code } }, 'database statement cancelled');
+    const slow = new ApiError(503, 'The database did not complete the request in time (DATABASE_STATEMENT_TIMEOUT_MS); retry shortly, and narrow the request if it searches or lists a lot.');
+    slow.retryAfterSeconds = 1;
+    return slow;
+  }
   if (isDatabaseUnavailable(err)) {
     log.error({ err: { message: err.message, code: err.code } }, 'database unavailable');
     const unavailable = new ApiError(503, 'The database is not available right now; retry shortly.');
