@@ -19,15 +19,24 @@ export class Database {
   private savepoints = 0;
   private readonly names = new Map<string, string>();
 
-  /** DATABASE_STATEMENT_TIMEOUT_MS, 0 for none: what every pooled connection is set to. */
-  readonly statementTimeoutMs: number;
-
+  /** `statementTimeoutMs`: DATABASE_STATEMENT_TIMEOUT_MS, 0 or absent for none. */
   constructor(url: string, poolSize: number, log: Logger, opts: { statementTimeoutMs?: number } = {}) {
     // A database that hangs or a network that drops packets must not hold requests for minutes:
     // a connection takes at most 10 s to open (or to come free in the pool), and TCP keepalive
     // notices a peer that went away silently.
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, connectionTimeoutMillis: 10_000, keepAlive: true });
-    this.statementTimeoutMs = opts.statementTimeoutMs ?? 0;
+    const timeout = Math.trunc(opts.statementTimeoutMs ?? 0);
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: 10_000,
+      keepAlive: true,
+      // A statement (or a lock wait) past the limit is cancelled, so no request, search or
+      // sweep holds a connection indefinitely. Set with SET before the pool hands the new
+      // connection out, rather than as a startup parameter, which connection poolers such as
+      // PgBouncer refuse.
+      ...(timeout > 0 ? { onConnect: async (client: pg.PoolClient) => void (await client.query(`SET statement_timeout = ${timeout}`)) } : {}),
+    } as pg.PoolConfig);
     // An idle client losing its connection must not take the process down.
     this.pool.on('error', (err) => log.error({ err: err.message }, 'idle database connection failed'));
     // Nor a checked-out one: the pool listens only to idle clients, and a connection lost while a
@@ -36,12 +45,6 @@ export class Database {
     // anyway (its transaction rolls back), and the pool drops the broken client on release.
     this.pool.on('connect', (client) => {
       client.on('error', (err) => log.debug({ err: err.message }, 'database connection lost'));
-      // A statement (or a lock wait) past the limit is cancelled, so no request, search or sweep
-      // holds a connection indefinitely. Set with SET rather than as a startup parameter, which
-      // connection poolers such as PgBouncer refuse; queued ahead of the client's first query.
-      if (this.statementTimeoutMs > 0) {
-        client.query(`SET statement_timeout = ${Math.trunc(this.statementTimeoutMs)}`).catch((err: Error) => log.debug({ err: err.message }, 'could not set statement_timeout'));
-      }
     });
   }
 

@@ -86,6 +86,7 @@ describe('the embedded PostgreSQL and the coffer command', () => {
       assert.equal(self.body.id, other.tenant_id, 'the running server sees the tenant init created');
       assert.equal((await call(first.url, 'GET', '/health/ready')).status, 200, 'init left the shared server running');
       assert.equal(await serverSetting(dataDir, 'wal_init_zero'), 'off', 'the embedded server runs with its documented settings');
+      assert.doesNotMatch(first.stderr(), /Warning/, 'the process prints no runtime warnings (deprecations and the like)');
     } finally {
       assert.equal(await first.stop(), 0);
     }
