@@ -20,13 +20,28 @@ export function parseJsonBody(text: string): unknown {
   let value: unknown;
   try {
     value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
-  } catch {
-    throw ApiError.field('body', 'The body is not valid JSON.');
+  } catch (err) {
+    throw ApiError.field('body', unparsable(err));
   }
   assertDepth(value);
   // JSON carries U+0000 and lone surrogates only escaped: without such an escape in the text, no string holds one.
   if (/\\u(?:0000|d[89a-f])/i.test(text)) refuseUnstorable(value, 'body');
   return value;
+}
+
+/**
+ * Why a body did not parse, with where when the parser says so. Only the position is taken
+ * from the parser's message, which may quote the text itself (a card number, say).
+ */
+function unparsable(err: unknown): string {
+  const message = err instanceof Error ? err.message : '';
+  if (/forbidden (prototype|constructor) property/.test(message)) {
+    return 'The body holds a "__proto__" key, or a "constructor" object with a "prototype" key: Coffer refuses these keys anywhere in a body, since they could change what objects inherit.';
+  }
+  const where = /\(line (\d+) column (\d+)\)/.exec(message);
+  if (where) return `The body is not valid JSON: unexpected text at line ${where[1]}, column ${where[2]}.`;
+  if (message.includes('Unexpected end of JSON input')) return 'The body is not valid JSON: it ends before its value is complete.';
+  return 'The body is not valid JSON.';
 }
 
 /** Also for bodies parsed elsewhere (proxies). */

@@ -53,8 +53,26 @@ describe('error responses of the service', () => {
       const res = await call(server, 'POST', '/applications', { key: server.key, raw, contentType: 'application/json' });
       assertProblem(res, 400);
       assert.ok(res.body.errors.body, raw);
+      // Valid JSON: the answer says which keys are refused, not that the JSON is broken.
+      assert.match(res.body.detail, /"__proto__" key, or a "constructor" object with a "prototype" key/, raw);
     }
     assert.equal(({} as { polluted?: unknown }).polluted, undefined);
+  });
+
+  it('JSON that does not parse is a 400 saying where, without quoting the text', async () => {
+    const table: [string, RegExp][] = [
+      ['{"name": "x",}', /not valid JSON: unexpected text at line 1, column 14\./],
+      ['{\n  "name": "4111111111111111"\n  "type": "private"\n}', /not valid JSON: unexpected text at line 3, column 3\./],
+      ['{"name":', /not valid JSON: it ends before its value is complete\./],
+      ['4111111111111111x', /^The body is not valid JSON/],
+    ];
+    for (const [raw, detail] of table) {
+      const res = await call(server, 'POST', '/applications', { key: server.key, raw, contentType: 'application/json' });
+      assertProblem(res, 400);
+      assert.match(res.body.detail, detail, raw);
+      assert.deepEqual(res.body.errors.body, [res.body.detail]);
+      assert.ok(!res.text.includes('4111111111111111'), 'the body text is never quoted back');
+    }
   });
 
   it('schema failures name every field', async () => {
