@@ -141,6 +141,15 @@ function mintHmacKey(bytes, hash, extractable, usages) {
   return key;
 }
 
+function isCryptoKey(value) {
+  return keyBytes.has(value);
+}
+
+/** structuredClone of a key: a new CryptoKey with the same bytes, algorithm, extractability and usages. */
+function copyCryptoKey(key) {
+  return mintHmacKey(keyBytes.get(key), key.algorithm.hash.name, key.extractable, key.usages);
+}
+
 function hmacKey(key, usage) {
   const bytes = keyBytes.get(key);
   if (!bytes) throw new $TypeError('The key is not a CryptoKey.');
@@ -228,4 +237,7 @@ const subtle = freeze({
 });
 
 defineGlobal('CryptoKey', CryptoKey);
-defineGlobal('crypto', freeze({ subtle, getRandomValues, randomUUID }));
+const cryptoObject = freeze({ subtle, getRandomValues, randomUUID });
+markPlatformObject(subtle);
+markPlatformObject(cryptoObject);
+defineGlobal('crypto', cryptoObject);

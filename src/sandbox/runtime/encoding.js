@@ -11,12 +11,20 @@ const DOMEXCEPTION_CODES = create(null);
   ['DataCloneError', 25],
 ].forEach(([name, code]) => { DOMEXCEPTION_CODES[name] = code; });
 
+const domExceptions = privateMap();
+
 class DOMException extends $Error {
   constructor(message = '', name = 'Error') {
     super($String(message));
+    domExceptions.set(this, true);
     defineProperty(this, 'name', { __proto__: null, value: $String(name), writable: true, configurable: true });
     defineProperty(this, 'code', { __proto__: null, value: DOMEXCEPTION_CODES[this.name] || 0, configurable: true });
   }
+}
+
+/** A DOMException made by the constructor (structuredClone copies those as DOMExceptions). */
+function isDOMException(value) {
+  return domExceptions.has(value);
 }
 
 /** Any BufferSource as a Uint8Array view (no copy). */
@@ -162,6 +170,9 @@ function incompleteTail(bytes) {
 const UTF8_LABELS = ['utf-8', 'utf8', 'unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'x-unicode20utf8'];
 
 class TextEncoder {
+  constructor() {
+    markPlatformObject(this);
+  }
   get encoding() {
     return 'utf-8';
   }
@@ -193,6 +204,7 @@ class TextDecoder {
   #pending = new $Uint8Array(0);
   #started = false;
   constructor(label = 'utf-8', options = {}) {
+    markPlatformObject(this);
     if (!UTF8_LABELS.includes($String(label).trim().toLowerCase())) {
       throw new $RangeError(`The "${label}" encoding is not supported: only UTF-8 is available.`);
     }

@@ -23,6 +23,7 @@ function normalizeHeaderValue(name, v) {
 class Headers {
   #map = new Map(); // lower-cased name → value
   constructor(init) {
+    markPlatformObject(this);
     if (init === undefined || init === null) return;
     if (init instanceof Headers) {
       this.#map = new Map(init.#map); // already checked when they were set
@@ -106,6 +107,7 @@ class Response {
   #body;
   #used = false;
   constructor(body = null, init = {}) {
+    markPlatformObject(this);
     this.#body = body === null || body === undefined ? '' : typeof body === 'string' ? body : bodyToString(body, new Headers());
     const status = init.status === undefined ? 200 : Number(init.status);
     if (!Number.isInteger(status) || status < 200 || status > 599) throw new $RangeError(`Invalid response status: ${init.status}`);

@@ -62,6 +62,17 @@ function privateMap() {
   };
 }
 
+/**
+ * Objects of the runtime's web API classes (Headers, URL, TextEncoder, …): platform objects, in
+ * the standards' words, which structuredClone refuses as browsers do, instead of copying them
+ * as the plain objects they are made of here.
+ */
+const platformObjects = privateMap();
+
+function markPlatformObject(obj) {
+  platformObjects.set(obj, true);
+}
+
 /** A data property defined, not assigned: no setter or read-only property on a prototype is involved. */
 function setOwn(obj, key, value, enumerable = true) {
   defineProperty(obj, key, { __proto__: null, value, writable: true, enumerable, configurable: true });

@@ -34,6 +34,7 @@ const paramsOwner = privateMap(); // URLSearchParams → the URL it belongs to
 class URLSearchParams {
   #list = [];
   constructor(init = '') {
+    markPlatformObject(this);
     if (init instanceof URLSearchParams) {
       this.#list = init.#list.map(([k, v]) => [k, v]);
     } else if (init !== null && typeof init === 'object' && typeof init[Symbol.iterator] === 'function') {

@@ -253,6 +253,7 @@ function recordOf(url) {
 class URL {
   constructor(url, base) {
     if (arguments.length === 0) throw new $TypeError('URL requires 1 argument.');
+    markPlatformObject(this);
     const baseRec = base === undefined ? undefined : parseURL(base instanceof URL ? base.href : base, undefined);
     urlRecords.set(this, parseURL(url instanceof URL ? url.href : url, baseRec));
     const params = new URLSearchParams(recordOf(this).query || '');
