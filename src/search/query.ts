@@ -1,3 +1,6 @@
+import { isContainer } from '../access/rules.ts';
+import { TOKEN_TYPE_NAMES } from '../vault/token-types.ts';
+
 /**
  * The token search language: `field:value` terms joined by AND / OR (AND binds tighter),
  * with parentheses. Values may be quoted ("…" with \" escapes). Fields: id, type,
@@ -83,6 +86,13 @@ export function parseSearchQuery(src: string): SearchNode {
 
   function leaf(field: SearchField, value: string, at: number): SearchNode {
     if (value === '') throw new SearchQueryError(`empty value for "${field}" at ${at}`);
+    // Values no token can hold are refused as the list filters refuse them, not matched to nothing.
+    if (field === 'type' && !TOKEN_TYPE_NAMES.includes(value)) {
+      throw new SearchQueryError(`"${value}" is not a token type at ${at} (types: ${TOKEN_TYPE_NAMES.join(', ')})`);
+    }
+    if (field === 'container' && !isContainer(value)) {
+      throw new SearchQueryError(`container "${value}" must be a path of lowercase segments that starts and ends with "/" at ${at}, e.g. /pci/high/`);
+    }
     if (++terms > MAX_TERMS) throw new SearchQueryError(`at most ${MAX_TERMS} terms`);
     return { kind: 'term', field, value };
   }

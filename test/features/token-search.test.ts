@@ -129,6 +129,19 @@ describe('token listing and search', () => {
       assert.ok((await list('/tokens?colour=red')).body.errors['query.colour']);
     });
 
+    it('an empty fingerprint or a container that is no container path is a 400, never a filter left out', async () => {
+      for (const path of ['/tokens', '/v2/tokens']) {
+        const empty = await list(`${path}?fingerprint=`);
+        assert.equal(empty.status, 400, `${path}: ${empty.text}`);
+        assert.ok(empty.body.errors['query.fingerprint'], empty.text);
+        for (const container of ['PCI', '/pci/high', 'pci/high/']) {
+          const res = await list(`${path}?container=${encodeURIComponent(container)}`);
+          assert.equal(res.status, 400, `${path} ${container}: ${res.text}`);
+          assert.match(res.body.errors['query.container'][0], /starts and ends with "\/"/, res.text);
+        }
+      }
+    });
+
     it('lists only tokens in containers the key may read, and counts only those', async () => {
       const pci = (await createApplication(server, {
         name: 'pci reader',
@@ -315,6 +328,19 @@ describe('token listing and search', () => {
       assert.ok(empty.body.errors['body.query']);
     });
 
+    it('a type that is no token type, or a container that is no container path, is a 400 on body.query as in the list filters', async () => {
+      for (const [query, message] of [
+        ['type:passport', /"passport" is not a token type/],
+        ['metadata.customer:c-1 AND type:credit_card', /"credit_card" is not a token type/],
+        ['container:/pci/high', /container "\/pci\/high" must be a path/],
+        ['container:PCI OR id:visa-1', /container "PCI" must be a path/],
+      ] as const) {
+        const res = await search({ query });
+        assert.equal(res.status, 400, `${query}: ${res.text}`);
+        assert.match(res.body.errors['body.query'][0], message, res.text);
+      }
+    });
+
     it('pages with start and size; bad values are 400s', async () => {
       const first = await search({ query: 'type:card', size: 3 });
       assert.equal(first.status, 200, first.text);
@@ -330,6 +356,11 @@ describe('token listing and search', () => {
       }
       const badStart = await search({ query: 'type:card', start: 'garbage' });
       assert.ok(badStart.body.errors['body.start'], badStart.text);
+      // An empty cursor is no cursor this endpoint returns (null is how to ask for the first page).
+      const emptyStart = await search({ query: 'type:card', start: '' });
+      assert.equal(emptyStart.status, 400, emptyStart.text);
+      assert.ok(emptyStart.body.errors['body.start'], emptyStart.text);
+      assert.equal((await search({ query: 'type:card', start: null })).status, 200);
     });
 
     it('never matches another tenant\'s tokens, even with equal ids, metadata and search values', async () => {

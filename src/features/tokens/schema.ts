@@ -85,7 +85,8 @@ const filters = {
   id: Type.Array(TokenId, { default: [], maxItems: 100 }),
   type: Type.Array(Type.Enum(TOKEN_TYPE_NAMES), { default: [], maxItems: 20 }),
   container: Type.Optional(Container),
-  fingerprint: Type.Optional(Type.String({ maxLength: 100 })),
+  // An empty value would otherwise be no filter at all, and list every token.
+  fingerprint: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
 };
 // The key is everything after `metadata.`: metadata keys may hold dots themselves.
 const metadataFilters = { patternProperties: { '^metadata\\..{1,100}$': Type.String({ maxLength: 500 }) }, additionalProperties: false };
@@ -95,6 +96,7 @@ export const ListTokensV2Query = Type.Object({ ...filters, ...CursorQuery }, met
 
 export const SearchTokensBody = Type.Object({
   query: Type.String({ minLength: 1, maxLength: 2000 }),
-  start: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+  // null asks for the first page; "" is no cursor this endpoint returns, not the first page again.
+  start: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 500 }))),
   size: Type.Integer({ minimum: 1, maximum: 100, default: 20 }),
 });

@@ -222,6 +222,8 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
   }
 
   async function listFilter(principal: Principal, q: ListQuery): Promise<TokenFilter> {
+    // A path no token can be in would match nothing, silently: say why instead, as a create would.
+    if (q.container !== undefined && !isContainer(q.container)) throw ApiError.field('query.container', CONTAINER_MESSAGE);
     const metadata: Record<string, string> = {};
     for (const [key, value] of Object.entries(q)) if (key.startsWith('metadata.')) metadata[key.slice(9)] = value as string;
     return { ids: q.id, types: q.type, container: q.container, fingerprint: q.fingerprint, metadata, reach: reachOf(principal, 'token:read') };
@@ -444,11 +446,13 @@ const SWEEP = { batchSize: 1000, batches: 50 };
 
 export const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
 
+const CONTAINER_MESSAGE = 'must be a path of lowercase segments that starts and ends with "/", e.g. /pci/high/';
+
 /** Checked before any permission check, so a malformed container is a 400, never a 403. */
 function checkContainers(containers: string[], at: string): void {
   const errors = new FieldErrorList();
   containers.forEach((c, i) => {
-    if (!isContainer(c)) errors.add(`${at}[${i}]`, 'must be a path of lowercase segments that starts and ends with "/", e.g. /pci/high/');
+    if (!isContainer(c)) errors.add(`${at}[${i}]`, CONTAINER_MESSAGE);
   });
   errors.throwIfAny();
 }
