@@ -184,6 +184,65 @@ describe('token lifecycle', () => {
       assert.equal((await patch(elsewhere.id, { metadata: { a: 'b' } }, key)).status, 403);
     });
 
+    it('a move needs token:update on every container it adds or removes, not on one of them', async () => {
+      const key = (await createApplication(server, {
+        name: 'pci mover',
+        type: 'private',
+        rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:update', 'token:read'] }],
+      })).key;
+      const t = await card();
+      // Adding a container the key holds nothing on would hand the token to whoever reads that one.
+      const added = await patch(t.id, { containers: ['/pci/high/', '/general/'] }, key);
+      assert.equal(added.status, 403, added.text);
+      assert.match(added.body.detail, /token:update on \/general\//);
+      // Taking it out of one it holds nothing on would take it from whoever reads that one.
+      const shared = await card({ containers: ['/pci/high/', '/customers/c-9/'] });
+      const removed = await patch(shared.id, { containers: ['/pci/high/'] }, key);
+      assert.equal(removed.status, 403, removed.text);
+      assert.match(removed.body.detail, /token:update on \/customers\/c-9\//);
+      assert.deepEqual((await get(t.id)).body.containers, ['/pci/high/']);
+      assert.deepEqual((await get(shared.id)).body.containers, ['/pci/high/', '/customers/c-9/']);
+      // Within its containers it moves the token freely, leaving the others as they are.
+      const moved = await patch(shared.id, { containers: ['/pci/low/', '/customers/c-9/'] }, key);
+      assert.equal(moved.status, 200, moved.text);
+      assert.deepEqual(moved.body.containers, ['/pci/low/', '/customers/c-9/']);
+    });
+
+    it('a move never shows the key more of a token than it sees where the token is', async () => {
+      // Masked PCI data, and a staging container this key reads (and updates) in the clear.
+      const key = (await createApplication(server, {
+        name: 'stager',
+        type: 'private',
+        rules: [
+          { priority: 1, container: '/staging/', transform: 'reveal', permissions: ['token:update', 'token:read'] },
+          { priority: 2, container: '/pci/', transform: 'mask', permissions: ['token:update', 'token:read'] },
+        ],
+      })).key;
+      const t = await card();
+      assert.equal((await get(t.id, key)).body.data.number, '401288XXXXXX1881');
+      const res = await patch(t.id, { containers: ['/staging/'] }, key);
+      assert.equal(res.status, 403, res.text);
+      assert.ok(!res.text.includes(VISA));
+      assert.deepEqual((await get(t.id)).body.containers, ['/pci/high/']);
+      assert.equal((await get(t.id, key)).body.data.number, '401288XXXXXX1881');
+
+      // token:read counts as well as token:update: here updates mask everywhere, but /general/ is read in the clear.
+      const reader = (await createApplication(server, {
+        name: 'general reader',
+        type: 'private',
+        rules: [
+          { priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:read'] },
+          { priority: 2, container: '/', transform: 'mask', permissions: ['token:update', 'token:read'] },
+        ],
+      })).key;
+      const viaRead = await patch(t.id, { containers: ['/general/cards/'] }, reader);
+      assert.equal(viaRead.status, 403, viaRead.text);
+      // A move that shows no more is fine: /pci/low/ is masked for it too.
+      const same = await patch(t.id, { containers: ['/pci/low/'] }, reader);
+      assert.equal(same.status, 200, same.text);
+      assert.equal(same.body.data.number, '401288XXXXXX1881');
+    });
+
     it('a key that only sees the mask cannot redefine what the mask, fingerprint or search indexes show', async () => {
       const t = await card();
       for (const body of [

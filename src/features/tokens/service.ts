@@ -344,7 +344,10 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         if (access !== 'reveal' && redefinesExpressions(patch, current)) {
           throw ApiError.forbidden(`Changing the mask, fingerprint_expression or search_indexes of token ${id} needs token:update with the reveal transform.`);
         }
-        if (patch.containers) checkContainers(patch.containers, 'body.containers');
+        if (patch.containers) {
+          checkContainers(patch.containers, 'body.containers');
+          checkMove(principal, current, patch.containers);
+        }
         const transform = permitted(principal, 'token:update', { id, containers: patch.containers ?? current.containers });
         const secret = await open(current);
         const data = patch.data === undefined ? secret.data : applyMergePatch(secret.data, patch.data);
@@ -455,6 +458,36 @@ function checkContainers(containers: string[], at: string): void {
     if (!isContainer(c)) errors.add(`${at}[${i}]`, CONTAINER_MESSAGE);
   });
   errors.throwIfAny();
+}
+
+/**
+ * Containers decide who reaches a token, so a move needs token:update on each container it
+ * adds or removes (one of the token's is not enough: that would let a key hand the token to,
+ * or take it from, containers it holds nothing on). And, as for redefining a mask, a move may
+ * not show the key more of the token than it sees where the token is: masked PCI data moved
+ * into a container whose rule reveals would otherwise be read in the clear.
+ */
+function checkMove(principal: Principal, token: TokenRow, to: string[]): void {
+  const from = token.containers;
+  const changed = [...new Set([...to.filter((c) => !from.includes(c)), ...from.filter((c) => !to.includes(c))])];
+  const denied = changed.filter((c) => !accessTo(principal, 'token:update', { id: token.id, containers: [c] }));
+  if (denied.length) {
+    throw ApiError.forbidden(`The API key lacks token:update on ${denied.join(', ')}: moving token ${token.id} into or out of a container needs it there.`);
+  }
+  if (sight(principal, token.id, to) > sight(principal, token.id, from)) {
+    throw ApiError.forbidden(`Moving token ${token.id} to ${to.join(', ')} would show the API key more of its data than it sees where the token is.`);
+  }
+}
+
+/** The permissions whose transform decides what a key sees of a token's data (token:use: through its own reactors). */
+const SHOWING = ['token:read', 'token:update', 'token:search', 'token:use'];
+
+/** The most a key sees of a token in these containers, by any permission: -1 for nothing at all. */
+function sight(principal: Principal, id: string, containers: string[]): number {
+  return Math.max(...SHOWING.map((p) => {
+    const t = accessTo(principal, p, { id, containers });
+    return t ? TRANSFORM_RANK[t] : -1;
+  }));
 }
 
 function redefinesExpressions(patch: TokenPatch, row: TokenRow): boolean {
