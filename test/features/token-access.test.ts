@@ -184,6 +184,24 @@ describe('token access rules and transforms', () => {
       }
     });
 
+    it('create only in containers they hold token:create on, every one of those the token is put in', async () => {
+      // A public key is in every browser: its rule's container is the only bound on where tokens go.
+      const browser = (await createApplication(server, {
+        name: 'browser confined',
+        type: 'public',
+        rules: [{ priority: 1, container: '/browser/', transform: 'redact', permissions: ['token:create'] }],
+      })).key;
+      const before = (await call(server, 'GET', '/tokens?container=%2Fpci%2Fhigh%2F', { key: admin })).body.pagination.total_items;
+      const planted = await call(server, 'POST', '/tokens', { key: browser, body: { type: 'card', data: CARD, containers: ['/browser/', '/pci/high/'] } });
+      assert.equal(planted.status, 403, planted.text);
+      assert.match(planted.body.detail, /token:create on \/pci\/high\//);
+      const tokenized = await call(server, 'POST', '/tokenize', { key: browser, body: { card: { type: 'card', data: CARD, containers: ['/pci/high/', '/browser/'] } } });
+      assert.equal(tokenized.status, 403, tokenized.text);
+      assert.equal((await call(server, 'GET', '/tokens?container=%2Fpci%2Fhigh%2F', { key: admin })).body.pagination.total_items, before);
+      const fine = await call(server, 'POST', '/tokens', { key: browser, body: { type: 'card', data: CARD, containers: ['/browser/', '/browser/checkout/'] } });
+      assert.equal(fine.status, 201, fine.text);
+    });
+
     it('cannot be given token:read', async () => {
       const res = await call(server, 'POST', '/applications', { key: server.key, body: { name: 'x', type: 'public', permissions: ['token:read'] } });
       assert.equal(res.status, 400);

@@ -174,6 +174,10 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     };
     const containers = input.containers ?? [TOKEN_TYPES[input.type].container];
     checkContainers(containers, `${at}.containers`);
+    // Each container, not one of them: otherwise a key confined to /browser/ (a public key, in
+    // every browser) could put tokens into any container by naming /browser/ as well.
+    const denied = unreachable(principal, 'token:create', input.id ?? '', containers);
+    if (denied.length) throw ApiError.forbidden(`The API key lacks token:create on ${denied.join(', ')}.`);
     const transform = permitted(principal, 'token:create', { id: input.id ?? '', containers });
     const { row, secret } = await prepare(principal, input, at);
     if (row.deduplicate_token && row.fingerprint) {
@@ -469,14 +473,19 @@ function checkContainers(containers: string[], at: string): void {
  */
 function checkMove(principal: Principal, token: TokenRow, to: string[]): void {
   const from = token.containers;
-  const changed = [...new Set([...to.filter((c) => !from.includes(c)), ...from.filter((c) => !to.includes(c))])];
-  const denied = changed.filter((c) => !accessTo(principal, 'token:update', { id: token.id, containers: [c] }));
+  const changed = [...to.filter((c) => !from.includes(c)), ...from.filter((c) => !to.includes(c))];
+  const denied = unreachable(principal, 'token:update', token.id, changed);
   if (denied.length) {
     throw ApiError.forbidden(`The API key lacks token:update on ${denied.join(', ')}: moving token ${token.id} into or out of a container needs it there.`);
   }
   if (sight(principal, token.id, to) > sight(principal, token.id, from)) {
     throw ApiError.forbidden(`Moving token ${token.id} to ${to.join(', ')} would show the API key more of its data than it sees where the token is.`);
   }
+}
+
+/** The containers among `containers` on which the principal lacks `permission`. */
+function unreachable(principal: Principal, permission: string, id: string, containers: string[]): string[] {
+  return [...new Set(containers)].filter((c) => !accessTo(principal, permission, { id, containers: [c] }));
 }
 
 /** The permissions whose transform decides what a key sees of a token's data (token:use: through its own reactors). */
