@@ -427,6 +427,31 @@ describe('token listing and search', () => {
       assert.deepEqual(await found('data:1117'), []);
     });
 
+    it('%, _ and * are plain characters in filters and search terms, never wildcards', async () => {
+      const percent = await make(admin, { id: 'wild_1', type: 'token', data: 'w', metadata: { pattern: '50%' } });
+      const star = await make(admin, { id: 'wild-2', type: 'token', data: 'w', metadata: { pattern: '5*' } });
+      await make(admin, { id: 'wildx1', type: 'token', data: 'w', metadata: { pattern: '500' } });
+      assert.deepEqual(await found('metadata.pattern:50%'), [percent.id]);
+      assert.deepEqual(await found('metadata.pattern:5*'), [star.id]);
+      assert.deepEqual(await found('metadata.pattern:%'), []);
+      assert.deepEqual(await found('id:wild_1'), ['wild_1'], '_ matches only itself, not wildx1');
+      assert.deepEqual(await found('id:wild%'), []);
+      assert.deepEqual(ids((await list('/tokens?metadata.pattern=50%25')).body.data), [percent.id]);
+      assert.deepEqual(ids((await list('/tokens?id=wild_1')).body.data), ['wild_1']);
+    });
+
+    it('another tenant\'s cursor pages only through the caller\'s own tokens', async () => {
+      const theirs = await list('/v2/tokens?size=1', other.key);
+      const cursor = theirs.body.pagination.next;
+      assert.ok(cursor);
+      const res = await list(`/v2/tokens?size=100&start=${encodeURIComponent(cursor)}`);
+      assert.equal(res.status, 200, res.text);
+      for (const token of res.body.data) assert.equal(token.tenant_id, server.tenantId);
+      const searched = await search({ query: 'id:visa-1 OR data:8431', size: 100, start: cursor });
+      assert.equal(searched.status, 200, searched.text);
+      for (const token of searched.body.data) assert.equal(token.tenant_id, server.tenantId);
+    });
+
     it('filters and searches by metadata keys holding dots', async () => {
       const dotted = await make(admin, { type: 'token', data: 'dotted', metadata: { 'order.id': 'o-1', 'a.b.c': 'x' } });
       for (const path of ['/tokens?metadata.order.id=o-1', '/v2/tokens?metadata.order.id=o-1&metadata.a.b.c=x']) {
