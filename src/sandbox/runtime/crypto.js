@@ -1,109 +1,7 @@
-// crypto.getRandomValues / randomUUID from a ChaCha20 stream keyed with 32 random bytes the
-// host sends for each call, and a crypto.subtle with digest and HMAC computed by the host
-// (node:crypto). Anything else in crypto.subtle rejects with NotSupportedError.
-
-// The stream is keyed again for every call (resetRandom, from arm): the host sends 8 fresh random
-// 32-bit words with each call, so no call's values follow from another's.
-const rngState = (() => {
-  const state = new Uint32Array(16);
-  const x = new Uint32Array(16);
-  const block = new $Uint8Array(64);
-  const words = new Uint32Array(block.buffer);
-  const SIGMA = [0x61707865, 0x3320646e, 0x79622d32, 0x6b206574];
-  let used = 64;
-  let keyed = false;
-  const key = () => {
-    const seed = randomSeed;
-    if (!armed || !$isArray(seed) || seed.length !== 8) throw new $Error('No random seed yet.');
-    for (let i = 0; i < 4; i++) state[i] = SIGMA[i];
-    for (let i = 0; i < 8; i++) state[4 + i] = seed[i];
-    for (let i = 12; i < 16; i++) state[i] = 0;
-    keyed = true;
-  };
-  const rotl = (v, n) => (v << n) | (v >>> (32 - n));
-  const quarter = (a, b, c, d) => {
-    x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 16);
-    x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 12);
-    x[a] += x[b]; x[d] = rotl(x[d] ^ x[a], 8);
-    x[c] += x[d]; x[b] = rotl(x[b] ^ x[c], 7);
-  };
-  const refill = () => {
-    for (let i = 0; i < 16; i++) x[i] = state[i];
-    for (let i = 0; i < 10; i++) {
-      quarter(0, 4, 8, 12); quarter(1, 5, 9, 13); quarter(2, 6, 10, 14); quarter(3, 7, 11, 15);
-      quarter(0, 5, 10, 15); quarter(1, 6, 11, 12); quarter(2, 7, 8, 13); quarter(3, 4, 9, 14);
-    }
-    for (let i = 0; i < 16; i++) words[i] = x[i] + state[i]; // little-endian, as V8 runs here
-    if (++state[12] === 0) state[13]++;
-    used = 0;
-  };
-  return {
-    fill(out) {
-      if (!keyed) key();
-      for (let i = 0; i < out.length; i++) {
-        if (used === 64) refill();
-        out[i] = block[used];
-        block[used++] = 0;
-      }
-      return out;
-    },
-    reset() {
-      keyed = false;
-      for (let i = 0; i < 64; i++) block[i] = 0;
-      used = 64;
-    },
-  };
-})();
-const rng = rngState.fill;
-
-/** A new call: the next random byte comes from a stream keyed with this call's seed. */
-function resetRandom() {
-  rngState.reset();
-}
-
-function randomBytes(n) {
-  return rng(new $Uint8Array(n));
-}
-
-function getRandomValues(array) {
-  if (!isView(array) || array instanceof DataView || array instanceof Float32Array || array instanceof Float64Array || (typeof Float16Array === 'function' && array instanceof Float16Array)) {
-    throw new DOMException('The data must be an integer TypedArray.', 'TypeMismatchError');
-  }
-  if (array.byteLength > 65536) {
-    throw new DOMException(`The ArrayBufferView's byte length (${array.byteLength}) exceeds 65536.`, 'QuotaExceededError');
-  }
-  rng(new $Uint8Array(array.buffer, array.byteOffset, array.byteLength));
-  return array;
-}
-
-function randomUUID() {
-  const b = randomBytes(16);
-  b[6] = (b[6] & 0x0f) | 0x40;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  let hex = '';
-  for (let i = 0; i < 16; i++) hex += (b[i] < 16 ? '0' : '') + b[i].toString(16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
-const HASHES = create(null);
-HASHES['SHA-1'] = 512;
-HASHES['SHA-256'] = 512;
-HASHES['SHA-384'] = 1024;
-HASHES['SHA-512'] = 1024;
-
-function hashName(alg) {
-  const name = $String(alg !== null && typeof alg === 'object' ? alg.name : alg).toUpperCase();
-  if (HASHES[name] === undefined) throw new DOMException(`Unrecognized hash algorithm: ${name}`, 'NotSupportedError');
-  return name;
-}
-
-function algorithmName(alg) {
-  return $String(alg !== null && typeof alg === 'object' ? alg.name : alg).toUpperCase();
-}
-
-function notSupported(what) {
-  return new DOMException(`${what} is not supported here: crypto.subtle offers digest and HMAC only.`, 'NotSupportedError');
-}
+// crypto (a Crypto) and crypto.subtle (a SubtleCrypto): getRandomValues and randomUUID from the
+// random stream of crypto-random.js; digest and HMAC computed by the host (node:crypto), with
+// arguments read as the standard reads them (crypto-algorithms.js). Every other operation
+// rejects with NotSupportedError. Errors of a promise-returning method always reject, never throw.
 
 function cryptoCall(body) {
   return hostCall('crypto', jsonStringify(body), (e) => new DOMException(typeof e.message === 'string' ? e.message : 'The operation failed.', 'OperationError'));
@@ -114,130 +12,211 @@ function toArrayBuffer(b64) {
   return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
 }
 
-const keyBytes = privateMap(); // CryptoKey → its raw bytes
-let mintingKey = false;
+const base64url = (bytes) => bytesToBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 
-class CryptoKey {
-  constructor() {
-    if (!mintingKey) throw new $TypeError('Illegal constructor');
+let mintingCrypto = false;
+let subtle;
+
+function checkSubtle(self) {
+  if (self !== subtle) throw new $TypeError('Illegal invocation: not the SubtleCrypto.');
+}
+
+/** The HMAC key of a sign or verify call, checked as the standard checks it. */
+function signingKey(normalized, key, usage) {
+  const rec = keyRecord(key);
+  if (normalized.name !== 'HMAC') throw new DOMException(`The key is an HMAC key, not a ${normalized.name} key.`, 'InvalidAccessError');
+  if (!rec.usages.includes(usage)) throw new DOMException(`The key does not allow "${usage}".`, 'InvalidAccessError');
+  return rec;
+}
+
+/** The bytes of an HMAC key from a JWK, with every check the standard makes of one. */
+function hmacKeyFromJwk(jwk, hash, extractable, usages) {
+  if (jwk.kty !== 'oct') throw new DOMException('The JWK must have kty "oct".', 'DataError');
+  if (jwk.k === undefined) throw new DOMException('The JWK has no "k".', 'DataError');
+  // Read as leniently as Node does: padding and the standard alphabet's + and / are accepted too.
+  const bytes = base64ToBytes(jwk.k.replace(/-/g, '+').replace(/_/g, '/'));
+  if (!bytes) throw new DOMException('The JWK "k" is not base64url.', 'DataError');
+  if (jwk.alg !== undefined && jwk.alg !== HASH_JWK_ALG[hash]) throw new DOMException(`The JWK "alg" is not ${HASH_JWK_ALG[hash]}.`, 'DataError');
+  if (usages.length && jwk.use !== undefined && jwk.use !== 'sig') throw new DOMException('The JWK "use" is not "sig".', 'DataError');
+  if (jwk.key_ops !== undefined) {
+    const ops = jwk.key_ops;
+    for (let i = 0; i < ops.length; i++) {
+      if (!KEY_USAGES.includes(ops[i]) || ops.indexOf(ops[i]) !== i) throw new DOMException('The JWK "key_ops" is not valid.', 'DataError');
+    }
+    if (!usages.every((u) => ops.includes(u))) throw new DOMException('The JWK "key_ops" does not allow every usage asked for.', 'DataError');
   }
-  get [Symbol.toStringTag]() {
-    return 'CryptoKey';
-  }
-}
-
-function mintHmacKey(bytes, hash, extractable, usages) {
-  mintingKey = true;
-  const key = new CryptoKey();
-  mintingKey = false;
-  for (const u of usages) {
-    if (u !== 'sign' && u !== 'verify') throw new DOMException(`Unsupported key usage for an HMAC key: ${u}`, 'SyntaxError');
-  }
-  defineProperty(key, 'type', { __proto__: null, value: 'secret', enumerable: true });
-  defineProperty(key, 'extractable', { __proto__: null, value: Boolean(extractable), enumerable: true });
-  defineProperty(key, 'algorithm', { __proto__: null, value: freeze({ name: 'HMAC', hash: freeze({ name: hash }), length: bytes.length * 8 }), enumerable: true });
-  defineProperty(key, 'usages', { __proto__: null, value: freeze(Array.from(usages)), enumerable: true });
-  keyBytes.set(key, bytes.slice());
-  return key;
-}
-
-function isCryptoKey(value) {
-  return keyBytes.has(value);
-}
-
-/** structuredClone of a key: a new CryptoKey with the same bytes, algorithm, extractability and usages. */
-function copyCryptoKey(key) {
-  return mintHmacKey(keyBytes.get(key), key.algorithm.hash.name, key.extractable, key.usages);
-}
-
-function hmacKey(key, usage) {
-  const bytes = keyBytes.get(key);
-  if (!bytes) throw new $TypeError('The key is not a CryptoKey.');
-  if (!key.usages.includes(usage)) throw new DOMException(`The key does not allow "${usage}".`, 'InvalidAccessError');
+  if (jwk.ext === false && extractable) throw new DOMException('The JWK is not extractable.', 'DataError');
   return bytes;
 }
 
-const base64url = (bytes) => bytesToBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+/** The key's length in bits: the data's, or the one asked for when it fits in the data's last byte. */
+function hmacKeyLength(bytes, asked) {
+  const bits = bytes.length * 8;
+  if (bits === 0) throw new DOMException('An HMAC key must not be empty.', 'DataError');
+  if (asked === undefined) return bits;
+  if (asked > bits || asked <= bits - 8) throw new DOMException(`The length ${asked} does not match the key's ${bits} bits.`, 'DataError');
+  return asked;
+}
 
-const subtle = freeze({
+function checkHmacUsages(usages) {
+  for (let i = 0; i < usages.length; i++) {
+    if (usages[i] !== 'sign' && usages[i] !== 'verify') throw new DOMException(`Unsupported key usage for an HMAC key: ${usages[i]}`, 'SyntaxError');
+  }
+}
+
+function notSupported(what) {
+  return new DOMException(`${what} is not supported here: crypto.subtle offers digest and HMAC only.`, 'NotSupportedError');
+}
+
+class SubtleCrypto {
+  constructor() {
+    if (!mintingCrypto) throw new $TypeError('Illegal constructor');
+  }
   async digest(algorithm, data) {
-    const alg = hashName(algorithm);
-    return toArrayBuffer(await cryptoCall({ __proto__: null, op: 'digest', alg, data: bytesToBase64(toBytes(data, 'The data')) }));
-  },
-  async importKey(format, keyData, algorithm, extractable, usages) {
-    if (algorithmName(algorithm) !== 'HMAC') throw notSupported(`The ${algorithmName(algorithm)} algorithm`);
-    const hash = hashName(algorithm.hash);
+    checkSubtle(this);
+    requireArguments(arguments.length, 2, 'digest');
+    const bytes = bufferSourceCopy(data, 'The data');
+    const alg = normalizeAlgorithm('digest', algorithm);
+    return toArrayBuffer(await cryptoCall({ __proto__: null, op: 'digest', alg: alg.name, data: bytesToBase64(bytes) }));
+  }
+  async importKey(format, keyData, algorithm, extractable, keyUsages) {
+    checkSubtle(this);
+    requireArguments(arguments.length, 5, 'importKey');
+    format = toKeyFormat(format);
+    const isBuffer = keyData instanceof $ArrayBuffer || isView(keyData);
+    const jwk = isBuffer ? undefined : toJsonWebKey(keyData);
+    const raw = isBuffer ? bufferSourceCopy(keyData, 'The key data') : undefined;
+    extractable = Boolean(extractable);
+    const usages = toKeyUsages(keyUsages);
+    const alg = normalizeAlgorithm('importKey', algorithm);
+    if (format === 'jwk' ? isBuffer : !isBuffer) throw new $TypeError(format === 'jwk' ? 'The key data must be a JsonWebKey.' : 'The key data must be an ArrayBuffer, a TypedArray or a DataView.');
+    checkHmacUsages(usages);
     let bytes;
-    if (format === 'raw') {
-      bytes = toBytes(keyData, 'The key data');
-    } else if (format === 'jwk') {
-      if (!keyData || keyData.kty !== 'oct' || typeof keyData.k !== 'string') throw new DOMException('The JWK must be an "oct" key with "k".', 'DataError');
-      bytes = base64ToBytes(keyData.k.replace(/-/g, '+').replace(/_/g, '/'));
-      if (!bytes) throw new DOMException('The JWK "k" is not base64url.', 'DataError');
-    } else {
-      throw notSupported(`The "${format}" key format`);
-    }
-    if (bytes.length === 0) throw new DOMException('An HMAC key must not be empty.', 'DataError');
-    return mintHmacKey(bytes, hash, extractable, usages || []);
-  },
-  async generateKey(algorithm, extractable, usages) {
-    if (algorithmName(algorithm) !== 'HMAC') throw notSupported(`The ${algorithmName(algorithm)} algorithm`);
-    const hash = hashName(algorithm.hash);
-    const bits = algorithm.length === undefined ? HASHES[hash] : Number(algorithm.length);
-    if (!(bits > 0) || bits % 8 !== 0 || bits > 8192) throw new DOMException('The key length must be a positive multiple of 8.', 'OperationError');
-    return mintHmacKey(randomBytes(bits / 8), hash, extractable, usages || []);
-  },
+    if (format === 'raw') bytes = raw;
+    else if (format === 'jwk') bytes = hmacKeyFromJwk(jwk, alg.hash, extractable, usages);
+    else throw notSupported(`The "${format}" key format for HMAC`);
+    const length = hmacKeyLength(bytes, alg.length);
+    if (usages.length === 0) throw new DOMException('A secret key must have at least one usage.', 'SyntaxError');
+    return mintHmacKey(bytes, alg.hash, length, extractable, normalizeUsages(usages));
+  }
+  async generateKey(algorithm, extractable, keyUsages) {
+    checkSubtle(this);
+    requireArguments(arguments.length, 3, 'generateKey');
+    extractable = Boolean(extractable);
+    const usages = toKeyUsages(keyUsages);
+    const alg = normalizeAlgorithm('generateKey', algorithm);
+    checkHmacUsages(usages);
+    const length = alg.length === undefined ? HASH_BLOCK_BITS[alg.hash] : alg.length;
+    if (length === 0) throw new DOMException('The key length must not be 0.', 'OperationError');
+    if (usages.length === 0) throw new DOMException('A secret key must have at least one usage.', 'SyntaxError');
+    return mintHmacKey(randomBytes((length + 7) >> 3), alg.hash, length, extractable, normalizeUsages(usages));
+  }
   async exportKey(format, key) {
-    const bytes = keyBytes.get(key);
-    if (!bytes) throw new $TypeError('The key is not a CryptoKey.');
-    if (!key.extractable) throw new DOMException('The key is not extractable.', 'InvalidAccessError');
-    if (format === 'raw') return bytes.slice().buffer;
-    if (format === 'jwk') {
-      return { kty: 'oct', k: base64url(bytes), alg: 'HS' + key.algorithm.hash.name.slice(4), key_ops: Array.from(key.usages), ext: true };
-    }
-    throw notSupported(`The "${format}" key format`);
-  },
+    checkSubtle(this);
+    requireArguments(arguments.length, 2, 'exportKey');
+    format = toKeyFormat(format);
+    const rec = keyRecord(key);
+    if (!rec.extractable) throw new DOMException('The key is not extractable.', 'InvalidAccessError');
+    if (format === 'raw') return rec.bytes.slice().buffer;
+    if (format === 'jwk') return { kty: 'oct', k: base64url(rec.bytes), alg: HASH_JWK_ALG[rec.hash], key_ops: Array.from(rec.usages), ext: rec.extractable };
+    throw notSupported(`The "${format}" key format for HMAC`);
+  }
   async sign(algorithm, key, data) {
-    if (algorithmName(algorithm) !== 'HMAC') throw notSupported(`The ${algorithmName(algorithm)} algorithm`);
-    const k = hmacKey(key, 'sign');
-    const body = { __proto__: null, op: 'hmac', alg: key.algorithm.hash.name, key: bytesToBase64(k), data: bytesToBase64(toBytes(data, 'The data')) };
-    return toArrayBuffer(await cryptoCall(body));
-  },
+    checkSubtle(this);
+    requireArguments(arguments.length, 3, 'sign');
+    keyRecord(key);
+    const bytes = bufferSourceCopy(data, 'The data');
+    const rec = signingKey(normalizeAlgorithm('sign', algorithm), key, 'sign');
+    return toArrayBuffer(await cryptoCall({ __proto__: null, op: 'hmac', alg: rec.hash, key: bytesToBase64(rec.bytes), data: bytesToBase64(bytes) }));
+  }
   async verify(algorithm, key, signature, data) {
-    if (algorithmName(algorithm) !== 'HMAC') throw notSupported(`The ${algorithmName(algorithm)} algorithm`);
-    const k = hmacKey(key, 'verify');
-    const body = {
-      __proto__: null,
-      op: 'verify',
-      alg: key.algorithm.hash.name,
-      key: bytesToBase64(k),
-      data: bytesToBase64(toBytes(data, 'The data')),
-      signature: bytesToBase64(toBytes(signature, 'The signature')),
-    };
+    checkSubtle(this);
+    requireArguments(arguments.length, 4, 'verify');
+    keyRecord(key);
+    const sig = bufferSourceCopy(signature, 'The signature');
+    const bytes = bufferSourceCopy(data, 'The data');
+    const rec = signingKey(normalizeAlgorithm('verify', algorithm), key, 'verify');
+    const body = { __proto__: null, op: 'verify', alg: rec.hash, key: bytesToBase64(rec.bytes), data: bytesToBase64(bytes), signature: bytesToBase64(sig) };
     return (await cryptoCall(body)) === true;
-  },
+  }
   async encrypt() {
+    checkSubtle(this);
     throw notSupported('encrypt');
-  },
+  }
   async decrypt() {
+    checkSubtle(this);
     throw notSupported('decrypt');
-  },
+  }
   async deriveBits() {
+    checkSubtle(this);
     throw notSupported('deriveBits');
-  },
+  }
   async deriveKey() {
+    checkSubtle(this);
     throw notSupported('deriveKey');
-  },
+  }
   async wrapKey() {
+    checkSubtle(this);
     throw notSupported('wrapKey');
-  },
+  }
   async unwrapKey() {
+    checkSubtle(this);
     throw notSupported('unwrapKey');
-  },
-});
+  }
+  get [Symbol.toStringTag]() {
+    return 'SubtleCrypto';
+  }
+}
 
-defineGlobal('CryptoKey', CryptoKey);
-const cryptoObject = freeze({ subtle, getRandomValues, randomUUID });
+let cryptoObject;
+
+function checkCrypto(self) {
+  if (self !== cryptoObject) throw new $TypeError('Illegal invocation: not the Crypto.');
+}
+
+class Crypto {
+  constructor() {
+    if (!mintingCrypto) throw new $TypeError('Illegal constructor');
+  }
+  get subtle() {
+    checkCrypto(this);
+    return subtle;
+  }
+  getRandomValues(array) {
+    checkCrypto(this);
+    if (arguments.length === 0) throw new $TypeError('getRandomValues requires 1 argument.');
+    if (!isView(array)) throw new $TypeError('The data must be an integer TypedArray.');
+    const name = apply(brand.typedArrayName, array, []);
+    if (name === undefined || name === 'Float16Array' || name === 'Float32Array' || name === 'Float64Array') {
+      throw new DOMException('The data must be an integer TypedArray.', 'TypeMismatchError');
+    }
+    if (array.byteLength > 65536) {
+      throw new DOMException(`The ArrayBufferView's byte length (${array.byteLength}) exceeds 65536.`, 'QuotaExceededError');
+    }
+    rng(new $Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+    return array;
+  }
+  randomUUID() {
+    checkCrypto(this);
+    const b = randomBytes(16);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex = '';
+    for (let i = 0; i < 16; i++) hex += (b[i] < 16 ? '0' : '') + b[i].toString(16);
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
+  get [Symbol.toStringTag]() {
+    return 'Crypto';
+  }
+}
+
+mintingCrypto = true;
+subtle = new SubtleCrypto();
+cryptoObject = new Crypto();
+mintingCrypto = false;
+for (const o of [SubtleCrypto.prototype, SubtleCrypto, Crypto.prototype, Crypto, subtle, cryptoObject]) freeze(o);
 markPlatformObject(subtle);
 markPlatformObject(cryptoObject);
+defineGlobal('SubtleCrypto', SubtleCrypto);
+defineGlobal('Crypto', Crypto);
 defineGlobal('crypto', cryptoObject);

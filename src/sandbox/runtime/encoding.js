@@ -27,6 +27,12 @@ function isDOMException(value) {
   return domExceptions.has(value);
 }
 
+/** WebIDL's DOMString conversion: String(), except that a Symbol is a TypeError. */
+function toDOMString(v) {
+  if (typeof v === 'symbol') throw new $TypeError('A Symbol cannot be converted to a string.');
+  return $String(v);
+}
+
 /** Any BufferSource as a Uint8Array view (no copy). */
 function toBytes(source, what) {
   if (source instanceof $ArrayBuffer) return new $Uint8Array(source);
@@ -35,7 +41,7 @@ function toBytes(source, what) {
 }
 
 function utf8Encode(input) {
-  const str = $String(input);
+  const str = toDOMString(input);
   const n = str.length;
   const out = new $Uint8Array(n * 3);
   let j = 0;
@@ -181,7 +187,7 @@ class TextEncoder {
   }
   encodeInto(source, destination) {
     if (!(destination instanceof $Uint8Array)) throw new $TypeError('The destination must be a Uint8Array.');
-    const str = $String(source);
+    const str = toDOMString(source);
     let read = 0;
     let written = 0;
     for (let i = 0; i < str.length; ) {
@@ -195,6 +201,9 @@ class TextEncoder {
       i += units;
     }
     return { read, written };
+  }
+  get [Symbol.toStringTag]() {
+    return 'TextEncoder';
   }
 }
 
@@ -219,6 +228,9 @@ class TextDecoder {
   }
   get ignoreBOM() {
     return this.#ignoreBOM;
+  }
+  get [Symbol.toStringTag]() {
+    return 'TextDecoder';
   }
   decode(input, options = {}) {
     let bytes = input === undefined ? new $Uint8Array(0) : toBytes(input, 'The input');
@@ -289,7 +301,7 @@ function base64ToBytes(input) {
 
 function btoa(data) {
   if (arguments.length === 0) throw new $TypeError('btoa requires 1 argument.');
-  const s = $String(data);
+  const s = toDOMString(data);
   const bytes = new $Uint8Array(s.length);
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -301,7 +313,7 @@ function btoa(data) {
 
 function atob(data) {
   if (arguments.length === 0) throw new $TypeError('atob requires 1 argument.');
-  const bytes = base64ToBytes(data);
+  const bytes = base64ToBytes(toDOMString(data));
   if (bytes === undefined) throw new DOMException('The string to be decoded is not correctly encoded.', 'InvalidCharacterError');
   const sb = new StringBuilder();
   for (let i = 0; i < bytes.length; i++) sb.push(bytes[i]);
