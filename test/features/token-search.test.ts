@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { call, createApplication, createOtherTenant } from '../helpers/http.ts';
+import { createTokenSdk } from '../../src/features/tokens/sdk.ts';
 import { assertAuthCases } from '../helpers/security.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -261,6 +262,31 @@ describe('token listing and search', () => {
       const theirs = await list('/v2/tokens?size=100', other.key);
       assert.equal(theirs.body.data.length, 2);
       for (const token of theirs.body.data) assert.equal(token.tenant_id, other.tenantId);
+    });
+
+    it('bt.tokens.list in reactor and proxy code checks size and start as this endpoint does, never quietly pages from the start', async () => {
+      const { tokens, authenticator } = server.running.services;
+      const sdk = createTokenSdk(await authenticator.authenticate(admin), tokens, async () => null);
+      const listed = (await sdk['tokens.list']({ size: 2 })) as { pagination: { next?: string }; data: Token[] };
+      assert.equal(listed.data.length, 2);
+      const next = (await sdk['tokens.list']({ size: 2, start: listed.pagination.next })) as { data: Token[] };
+      assert.notDeepEqual(ids(next.data), ids(listed.data));
+      assert.equal(((await sdk['tokens.list'](undefined)) as { data: Token[] }).data.length, 20);
+      for (const [query, field] of [
+        [{ size: 500 }, 'query.size'],
+        [{ size: 0 }, 'query.size'],
+        [{ size: '5' }, 'query.size'],
+        [{ start: 5 }, 'query.start'],
+        [{ start: '' }, 'query.start'],
+        [{ start: 'garbage' }, 'query.start'],
+        ['size=5', 'query'],
+      ] as const) {
+        await assert.rejects(sdk['tokens.list'](query), (err: { status?: number; errors?: Record<string, string[]> }) => {
+          assert.equal(err.status, 400, JSON.stringify(query));
+          assert.ok(err.errors?.[field], `${JSON.stringify(query)}: ${JSON.stringify(err.errors)}`);
+          return true;
+        });
+      }
     });
 
     it('security', async () => {

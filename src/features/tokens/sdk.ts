@@ -1,4 +1,6 @@
+import { Type } from 'typebox';
 import type { Principal } from '../../access/principal.ts';
+import { CursorQuery } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
 import type { SdkHost } from '../../sandbox/index.ts';
 import { presentToken } from './present.ts';
@@ -7,6 +9,9 @@ import { validTokenRequest, type TokenPatch, type TokenService } from './service
 
 const validPatch = compileValidator<TokenPatch>(UpdateTokenBody);
 const validId = compileValidator<string>(TokenId);
+// Checked as GET /v2/tokens checks them: a bad size or start is an error, never quietly
+// replaced (a start that is not a string would page from the first token again, for ever).
+const validListQuery = compileValidator<{ start?: string; size: number }>(Type.Object(CursorQuery));
 
 /**
  * `bt` inside the sandbox (reactors, proxy transforms): each method runs in-process as
@@ -26,9 +31,9 @@ export function createTokenSdk(
       return null;
     },
     'tokens.list': async (query) => {
-      const q = (query ?? {}) as { size?: unknown; start?: unknown };
-      const size = typeof q.size === 'number' && Number.isInteger(q.size) && q.size >= 1 && q.size <= 100 ? q.size : 20;
-      const page = await tokens.listV2(principal, { id: [], type: [], size, ...(typeof q.start === 'string' ? { start: q.start } : {}) });
+      // A copy: the validator fills in the default size.
+      const q = validListQuery(query === undefined || query === null ? {} : structuredClone(query), 'query');
+      const page = await tokens.listV2(principal, { id: [], type: [], size: q.size, ...(q.start !== undefined ? { start: q.start } : {}) });
       return { pagination: page.pagination, data: page.data.map(presentToken) };
     },
     tokenize: async (body) => tokens.tokenize(principal, body, presentToken),
