@@ -245,6 +245,15 @@ describe('fetch through the host bridge', () => {
     assert.equal(Object.getPrototypeOf(seen[0].headers), Object.prototype);
   });
 
+  it('a reply without a content type keeps none, in its clone too, and its type is basic', async () => {
+    const { f } = bridge(() => ({ status: 200, headers: {}, body: 'plain' }));
+    const r = await run(
+      `module.exports = async () => { const res = await fetch('https://x.test/'); return [res.headers.get('content-type'), res.clone().headers.get('content-type'), res.type, new Response('x').type]; };`,
+      { fetch: f },
+    );
+    assert.deepEqual(value(r), [null, null, 'basic', 'default']);
+  });
+
   it('accepts URL objects, Headers, URLSearchParams bodies and text()', async () => {
     const { f, seen } = bridge(() => ({ status: 404, headers: {}, body: 'not here' }));
     const r = await run(

@@ -103,17 +103,32 @@ function headersToObject(headers) {
   return out;
 }
 
+/** Set while a fetch reply or a clone is made: its headers are the reply's, with no content type added. */
+let headersAsGiven = false;
+
+function responseAsGiven(body, init) {
+  headersAsGiven = true;
+  try {
+    return new Response(body, init);
+  } finally {
+    headersAsGiven = false;
+  }
+}
+
 class Response {
   #body;
   #used = false;
   constructor(body = null, init = {}) {
     markPlatformObject(this);
-    this.#body = body === null || body === undefined ? '' : typeof body === 'string' ? body : bodyToString(body, new Headers());
     const status = init.status === undefined ? 200 : Number(init.status);
     if (!Number.isInteger(status) || status < 200 || status > 599) throw new $RangeError(`Invalid response status: ${init.status}`);
+    const headers = new Headers(init.headers);
+    // As the Fetch standard extracts a body: a string is text/plain, URLSearchParams a form, bytes get no type.
+    if (typeof body === 'string' && !headersAsGiven && !headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
+    this.#body = body === null || body === undefined ? '' : typeof body === 'string' ? body : bodyToString(body, headers);
     defineProperty(this, 'status', { __proto__: null, value: status, enumerable: true });
     defineProperty(this, 'statusText', { __proto__: null, value: init.statusText === undefined ? '' : $String(init.statusText), enumerable: true });
-    defineProperty(this, 'headers', { __proto__: null, value: new Headers(init.headers), enumerable: true });
+    defineProperty(this, 'headers', { __proto__: null, value: headers, enumerable: true });
     defineProperty(this, 'url', { __proto__: null, value: typeof init.url === 'string' ? init.url : '', enumerable: true });
   }
   get ok() {
@@ -122,8 +137,9 @@ class Response {
   get redirected() {
     return false;
   }
+  /** 'basic' for what fetch returned, 'default' for a Response the code made, as the standard has it. */
   get type() {
-    return 'basic';
+    return this.url === '' ? 'default' : 'basic';
   }
   get bodyUsed() {
     return this.#used;
@@ -144,12 +160,14 @@ class Response {
   }
   clone() {
     if (this.#used) throw new $TypeError('The body has already been read.');
-    return new Response(this.#body, { status: this.status, statusText: this.statusText, headers: this.headers, url: this.url });
+    return responseAsGiven(this.#body, { status: this.status, statusText: this.statusText, headers: this.headers, url: this.url });
   }
   static json(data, init = {}) {
+    const text = jsonStringify(data);
+    if (text === undefined) throw new $TypeError('Response.json: the data cannot be serialized as JSON.');
     const headers = new Headers(init.headers);
     if (!headers.has('content-type')) headers.set('content-type', 'application/json');
-    return new Response(jsonStringify(data), { ...init, headers });
+    return new Response(text, { ...init, headers });
   }
   get [Symbol.toStringTag]() {
     return 'Response';
@@ -201,7 +219,7 @@ async function fetch(input, init = {}) {
   }
   url.hash = '';
   const reply = await hostCall('fetch', jsonStringify({ __proto__: null, url: url.href, method, headers: headersToObject(headers), body }), fetchFailed);
-  return new Response(reply.body, { status: reply.status, headers: hostHeaders(reply.headers), url: url.href });
+  return responseAsGiven(reply.body, { status: reply.status, headers: hostHeaders(reply.headers), url: url.href });
 }
 
 defineGlobal('Headers', Headers);
