@@ -1,4 +1,6 @@
 import path from 'node:path';
+import { allowlistProblems } from './outbound/policy.ts';
+import { LocalKeyring, parseKeys } from './vault/keyring.ts';
 
 /** Every setting Coffer reads, parsed once from the environment. See docs/configuration.md. */
 export type Config = {
@@ -72,13 +74,13 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: read.int('DATABASE_POOL_SIZE', 20, 1, 500),
     databaseStatementTimeoutMs: read.int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     logLevel: read.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
-    cofferKeys: read.optional('COFFER_KEYS'),
+    cofferKeys: read.keyring('COFFER_KEYS'),
     authCacheSeconds: read.int('AUTH_CACHE_SECONDS', 5, 0, 300),
     sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 180, 1, 86_400),
     idempotencyTtlHours: read.int('IDEMPOTENCY_TTL_HOURS', 24, 1, 720),
     sweepIntervalSeconds: read.int('SWEEP_INTERVAL_SECONDS', 30, 1, 86_400),
     workers: read.oneOf('WORKERS', '1', ['0', '1'], 'it switches background jobs on or off; the number of server processes is `coffer serve --workers N`') === '1',
-    outboundAllowlist: read.list('OUTBOUND_ALLOWLIST'),
+    outboundAllowlist: read.allowlist('OUTBOUND_ALLOWLIST'),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
@@ -186,6 +188,30 @@ class Reader {
   list(name: string): string[] {
     const raw = this.optional(name);
     return raw === undefined ? [] : raw.split(',').map((s) => s.trim()).filter(Boolean);
+  }
+
+  /** Hosts, IPs and CIDRs; a malformed entry is reported here, before any database is started. */
+  allowlist(name: string): string[] {
+    const entries = this.list(name);
+    this.problems.push(...allowlistProblems(entries));
+    return entries;
+  }
+
+  /**
+   * `id:base64key[,…]`, checked here so a malformed keyring is reported with the other problems,
+   * before any database is started. Messages name key ids, never keys.
+   */
+  keyring(name: string): string | undefined {
+    const raw = this.optional(name);
+    if (raw === undefined) return undefined;
+    try {
+      new LocalKeyring(parseKeys(raw));
+    } catch (err) {
+      const message = (err as Error).message;
+      this.problems.push(message.startsWith(name) ? message : `${name}: ${message}`);
+      return undefined;
+    }
+    return raw;
   }
 
   /** A comma-separated list of durations such as `5s,5m,2h` (units ms, s, m, h), in ms, each from min to max. */

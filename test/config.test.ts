@@ -34,3 +34,30 @@ describe('DATABASE_STATEMENT_TIMEOUT_MS', () => {
     }
   });
 });
+
+describe('OUTBOUND_ALLOWLIST and COFFER_KEYS', () => {
+  const key = Buffer.alloc(32, 7).toString('base64');
+
+  it('a malformed entry is reported with the other problems, before anything starts', () => {
+    for (const bad of ['*.corp.example', '10.0.0.0/33', 'http://host/']) {
+      assert.throws(
+        () => loadConfig({ OUTBOUND_ALLOWLIST: `127.0.0.1,${bad}`, PORT: '70000' }),
+        (err: unknown) => err instanceof ConfigError && err.problems.length === 2 && /OUTBOUND_ALLOWLIST entry/.test(err.message) && /PORT/.test(err.message),
+        bad,
+      );
+    }
+    assert.deepEqual(loadConfig({ OUTBOUND_ALLOWLIST: '127.0.0.1, 10.0.0.0/8,vault.corp.example' }).outboundAllowlist, ['127.0.0.1', '10.0.0.0/8', 'vault.corp.example']);
+  });
+
+  it('a malformed keyring is reported naming COFFER_KEYS, and never a key', () => {
+    const secret = Buffer.alloc(16, 9).toString('base64');
+    for (const bad of ['garbage', `short:${secret}`, `a:${key},a:${key}`, `bad id!:${key}`, ',']) {
+      assert.throws(
+        () => loadConfig({ COFFER_KEYS: bad }),
+        (err: unknown) => err instanceof ConfigError && /COFFER_KEYS/.test(err.message) && !err.message.includes(secret),
+        bad,
+      );
+    }
+    assert.equal(loadConfig({ COFFER_KEYS: `20260101:${key}` }).cofferKeys, `20260101:${key}`);
+  });
+});
