@@ -44,7 +44,10 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
     await services.vault.checkKeyring();
     const first = await services.tenants.initializeIfEmpty('Default', opts.announceFirstKey);
     app = await buildApp({ config, db: database.db, log, services });
-    const url = await app.listen({ port: config.port, host: config.host });
+    // Node's own message ("listen EADDRINUSE …", "getaddrinfo ENOTFOUND …") does not say which settings to change.
+    const url = await app.listen({ port: config.port, host: config.host }).catch((err: Error) => {
+      throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${err.message}`);
+    });
     const metrics = services.metrics;
     if (metrics && opts.clusterWorker) metrics.answerPrimary();
     else if (metrics && config.metricsPort !== undefined) {

@@ -240,9 +240,10 @@ export async function listenMetrics(opts: {
   });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const failed = (err: Error) => reject(new Error(`cannot serve metrics on HOST ${opts.host}, METRICS_PORT ${opts.port}: ${err.message}`));
+    server.once('error', failed);
     server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
+      server.off('error', failed);
       resolve();
     });
   });
