@@ -241,6 +241,22 @@ describe('token lifecycle', () => {
       const same = await patch(t.id, { containers: ['/pci/low/'] }, reader);
       assert.equal(same.status, 200, same.text);
       assert.equal(same.body.data.number, '401288XXXXXX1881');
+
+      // Each permission on its own: revealing through token:use everywhere (data only reactors
+      // and proxies see) does not let a move reveal it through token:read.
+      const user = (await createApplication(server, {
+        name: 'user and general reader',
+        type: 'private',
+        permissions: ['token:use'],
+        rules: [
+          { priority: 1, container: '/general/', transform: 'reveal', permissions: ['token:read'] },
+          { priority: 2, container: '/', transform: 'mask', permissions: ['token:update', 'token:read'] },
+        ],
+      })).key;
+      const viaUse = await patch(t.id, { containers: ['/general/cards/'] }, user);
+      assert.equal(viaUse.status, 403, viaUse.text);
+      assert.match(viaUse.body.detail, /through token:read/);
+      assert.ok(!viaUse.text.includes(VISA));
     });
 
     it('a key that only sees the mask cannot redefine what the mask, fingerprint or search indexes show', async () => {

@@ -478,8 +478,11 @@ function checkMove(principal: Principal, token: TokenRow, to: string[]): void {
   if (denied.length) {
     throw ApiError.forbidden(`The API key lacks token:update on ${denied.join(', ')}: moving token ${token.id} into or out of a container needs it there.`);
   }
-  if (sight(principal, token.id, to) > sight(principal, token.id, from)) {
-    throw ApiError.forbidden(`Moving token ${token.id} to ${to.join(', ')} would show the API key more of its data than it sees where the token is.`);
+  // Permission by permission: data a key may only use (through reactors and proxies) must not
+  // become data it reads, because it already reveals through token:use.
+  const more = SHOWING.filter((p) => sight(principal, p, token.id, to) > sight(principal, p, token.id, from));
+  if (more.length) {
+    throw ApiError.forbidden(`Moving token ${token.id} to ${to.join(', ')} would show the API key more of its data (through ${more.join(', ')}) than it sees where the token is.`);
   }
 }
 
@@ -488,15 +491,13 @@ function unreachable(principal: Principal, permission: string, id: string, conta
   return [...new Set(containers)].filter((c) => !accessTo(principal, permission, { id, containers: [c] }));
 }
 
-/** The permissions whose transform decides what a key sees of a token's data (token:use: through its own reactors). */
+/** The permissions whose transform decides what a key sees of a token's data (token:use: through reactors and proxies). */
 const SHOWING = ['token:read', 'token:update', 'token:search', 'token:use'];
 
-/** The most a key sees of a token in these containers, by any permission: -1 for nothing at all. */
-function sight(principal: Principal, id: string, containers: string[]): number {
-  return Math.max(...SHOWING.map((p) => {
-    const t = accessTo(principal, p, { id, containers });
-    return t ? TRANSFORM_RANK[t] : -1;
-  }));
+/** How much a key sees of a token in these containers through one permission: -1 for nothing at all. */
+function sight(principal: Principal, permission: string, id: string, containers: string[]): number {
+  const t = accessTo(principal, permission, { id, containers });
+  return t ? TRANSFORM_RANK[t] : -1;
 }
 
 function redefinesExpressions(patch: TokenPatch, row: TokenRow): boolean {
