@@ -46,8 +46,13 @@ async function main(argv: string[]): Promise<number> {
     case 'help':
     case '--help':
     case '-h':
+      // Asked for, help is the result (stdout, 0); without a command it is an error message (stderr, 1).
+      if (command === undefined) {
+        process.stderr.write(`${USAGE}\n`);
+        return 1;
+      }
       process.stdout.write(`${USAGE}\n`);
-      return command === undefined ? 1 : 0;
+      return 0;
     default:
       process.stderr.write(`Unknown command "${command}".\n\n${USAGE}\n`);
       return 1;
