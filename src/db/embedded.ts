@@ -20,8 +20,9 @@ import type { Logger } from '../logger.ts';
 export type EmbeddedServer = {
   url: string;
   /**
-   * Stops the server if this process owns it (started it, or adopted it orphaned) and no
-   * other process is connected; while others are, leaves it running without an owner.
+   * Stops the server if this process owns it (started it, or adopted it orphaned) or it has
+   * no live owner, and no other process uses it; while others do, leaves it running without
+   * an owner.
    */
   release(): Promise<void>;
 };
@@ -49,50 +50,108 @@ export async function startEmbeddedPostgres(
   }
   const runtime = JSON.parse(fs.readFileSync(runtimePath, 'utf8')) as RuntimeFile;
 
-  for (let attempt = 1; ; attempt++) {
+  const deadline = Date.now() + STOPPING_WAIT_MS;
+  for (let attempt = 1; ; ) {
     const running = await findRunning(pgdata, runtime.password);
     if (running) {
+      const hold = await holdServer(running.url);
+      if (!hold) {
+        // Another process is stopping it: wait until it is gone, then start it again.
+        if (Date.now() > deadline) throw new Error(`the embedded PostgreSQL in ${dataDir} is being stopped by another process and has not stopped within ${STOPPING_WAIT_MS / 1000} s`);
+        await sleep(100);
+        continue;
+      }
       const orphaned = runtime.owner_pid === undefined || !isAlive(runtime.owner_pid);
       const own = opts.takeOwnership && orphaned;
       if (own) writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
       log.info({ port: running.port, owned: own }, 'using the embedded PostgreSQL already running in DATA_DIR');
-      return server(running.url, pgdata, runtimePath, runtime.password, opts.takeOwnership, log);
+      return server(running.url, pgdata, runtimePath, runtime.password, hold, log);
     }
     try {
       const started = await spawnServer(bins.postgres, pgdata, ids, runtime.password);
+      const hold = await holdServer(started.url);
+      if (!hold) throw new Error('the embedded PostgreSQL started but refused a session');
       // Whoever starts the server stops it: a one-shot command leaves nothing running behind it.
       writeRuntime(runtimePath, { ...runtime, owner_pid: process.pid });
       log.info({ port: started.port }, 'embedded PostgreSQL started');
-      return server(started.url, pgdata, runtimePath, runtime.password, opts.takeOwnership, log);
+      return server(started.url, pgdata, runtimePath, runtime.password, hold, log);
     } catch (err) {
       // Another process may have won the race for the lock file or the port; look again.
       if (attempt >= 5) throw err;
-      await sleep(200 * attempt);
+      await sleep(200 * attempt++);
     }
   }
 }
 
 /**
- * Ownership is read again at release, not remembered from the start: an owner that left
- * while others still used the server left it without one, and a `serve` still using it
- * (mayAdopt) then takes it over, so the last `serve` out stops it.
+ * Every process that uses the server holds this advisory lock, shared, on a session of its
+ * own, from when it found or started the server until it lets go of it. The process that
+ * stops the server first takes the lock exclusively, which it cannot while anyone else holds
+ * it, and keeps it until the server is down; one that arrives meanwhile cannot take its share,
+ * so it waits for the server to go and starts it again instead of being cut off mid-work.
+ * (Counting sessions alone left a gap: a process that had found the server but not yet
+ * connected was not counted, and lost its database a moment later.)
  */
-function server(url: string, pgdata: string, runtimePath: string, password: string, mayAdopt: boolean, log: Logger): EmbeddedServer {
+const USERS_LOCK = [0x436f6666, 0x75736572]; // two int4 keys: apart from the bigint locks of migrations and requests
+
+/** Whether the session's socket keeps the process running (Node's ref/unref). */
+function keepsAlive(client: pg.Client, on: boolean): void {
+  const socket = (client as unknown as { connection?: { stream?: { ref?: () => void; unref?: () => void } } }).connection?.stream;
+  if (on) socket?.ref?.();
+  else socket?.unref?.();
+}
+
+/** The sessions holding USERS_LOCK are named, so that counting other sessions can leave them out. */
+const HOLD_NAME = 'coffer embedded server user';
+
+/** How long a start waits for a server that another process is stopping. */
+const STOPPING_WAIT_MS = 15_000;
+
+/** A session holding USERS_LOCK shared, or undefined when the server is being stopped (or refuses us). */
+async function holdServer(url: string): Promise<pg.Client | undefined> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000, application_name: HOLD_NAME });
+  client.on('error', () => {}); // the server may stop under it; release() copes
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock_shared($1, $2) AS ok', USERS_LOCK);
+    if (rows[0].ok) {
+      keepsAlive(client, false); // held for the process's life, but never what keeps it alive
+      return client;
+    }
+  } catch {
+    // not answering, or shutting down
+  }
+  await client.end().catch(() => {});
+  return undefined;
+}
+
+/**
+ * Ownership is read again at release, not remembered from the start: an owner that left
+ * while others still used the server left it without one, and any process still using it
+ * then takes it over, so the last one out stops it. USERS_LOCK makes that safe: a server
+ * is stopped only by a process that holds it alone.
+ */
+function server(url: string, pgdata: string, runtimePath: string, password: string, hold: pg.Client, log: Logger): EmbeddedServer {
   return {
     url,
     async release() {
-      const owner = readRuntime(runtimePath)?.owner_pid;
-      const mine = owner === process.pid;
-      if (!mine && !(mayAdopt && (owner === undefined || !isAlive(owner)))) return;
-      const pid = postmasterPid(pgdata);
-      // Another `serve` or `init` on the same DATA_DIR still uses it: stopping it would cut them off.
-      const others = pid === undefined ? 0 : await otherSessions(url);
-      writeRuntime(runtimePath, { password });
-      if (others > 0) {
-        log.info({ sessions: others }, 'other processes still use the embedded PostgreSQL; leaving it running for them');
-        return;
+      keepsAlive(hold, true); // else the process could end while it waits on this session
+      try {
+        const owner = readRuntime(runtimePath)?.owner_pid;
+        const mine = owner === process.pid;
+        if (!mine && owner !== undefined && isAlive(owner)) return; // its owner, alive, stops it
+        const pid = postmasterPid(pgdata);
+        // Another `serve` or `init` on the same DATA_DIR still uses it: stopping it would cut them off.
+        const others = pid === undefined ? 0 : await othersUsing(hold).catch(() => otherSessions(url));
+        writeRuntime(runtimePath, { password });
+        if (others > 0) {
+          log.info({ sessions: others }, 'other processes still use the embedded PostgreSQL; leaving it running for them');
+          return;
+        }
+        if (pid !== undefined) await stopServer(pid);
+      } finally {
+        await hold.end().catch(() => {});
       }
-      if (pid !== undefined) await stopServer(pid);
     },
   };
 }
@@ -121,9 +180,33 @@ function readPostmasterFile(pgdata: string): { pid: number; port: number } | und
 }
 
 /**
- * Client sessions other than the one asking. A process that has just exited may still show
- * for a moment (its backend has not noticed yet), so a count above zero is looked at again
- * for up to 2 s before it is believed.
+ * Whether others use the server, asked on this process's own held session: 0 means it now
+ * holds USERS_LOCK exclusively, which it keeps until the server is down. Other Coffer
+ * processes hold the lock shared; anything else connected (cluster workers, a pg_dump) is
+ * counted as a session. A process that has just exited may still show for a moment (its
+ * backend has not noticed yet), so a refusal is looked at again for up to 2 s before it is
+ * believed. Throws when the session was lost (the server crashed and restarted, say).
+ */
+async function othersUsing(hold: pg.Client): Promise<number> {
+  await hold.query('SELECT pg_advisory_unlock_shared($1, $2)', USERS_LOCK);
+  for (let i = 0; ; i++) {
+    const { rows } = await hold.query<{ n: number }>(
+      `SELECT CASE WHEN pg_try_advisory_lock($1, $2)
+         THEN (SELECT count(*)::int FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() AND application_name <> $3)
+         ELSE greatest(1, (SELECT count(DISTINCT pid)::int FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::oid AND objid = $2::oid AND objsubid = 2 AND pid <> pg_backend_pid()))
+       END AS n`,
+      [...USERS_LOCK, HOLD_NAME],
+    );
+    if (rows[0].n === 0 || i >= 20) return rows[0].n;
+    await hold.query('SELECT pg_advisory_unlock_all()');
+    // Apart, so that two processes letting go at once do not keep refusing each other.
+    await sleep(50 + Math.random() * 100);
+  }
+}
+
+/**
+ * Without a held session: client sessions other than the one asking, looked at again for up
+ * to 2 s as above. A server that does not answer is going or gone: nobody can be using it.
  */
 async function otherSessions(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
@@ -131,7 +214,7 @@ async function otherSessions(url: string): Promise<number> {
   try {
     await client.connect();
   } catch {
-    return 0; // not answering: nobody can be using it
+    return 0;
   }
   try {
     for (let i = 0; ; i++) {

@@ -11,8 +11,8 @@ export type OpenDatabase = { db: Database; url: string; close(): Promise<void> }
  * DATABASE_URL when set, otherwise the embedded PostgreSQL under DATA_DIR.
  * Whichever process starts the embedded server (`serve` or a one-shot command such as
  * `init`) stops it on exit, unless other processes still use it; `serve` also adopts one
- * it finds without a live owner, so the last `serve` out stops it. A one-shot command
- * only borrows a server that is already running.
+ * it finds without a live owner. A server left without one is stopped by the last process
+ * out; one a running `serve` owns is only borrowed.
  */
 export async function openDatabase(
   config: Config,

@@ -3,6 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
+import pg from 'pg';
+import { pino } from 'pino';
+import { startEmbeddedPostgres } from '../../src/db/embedded.ts';
 import { call } from '../helpers/http.ts';
 import { alive, killServed, postmasterPid, runCli, serve } from '../helpers/cli.ts';
 import { rememberSecret } from '../helpers/server.ts';
@@ -15,9 +18,10 @@ import { rememberSecret } from '../helpers/server.ts';
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-shared-'));
 const freshDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-shared-'));
+const borrowDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-shared-'));
 after(() => {
   killServed();
-  for (const dir of [dataDir, freshDir]) fs.rmSync(dir, { recursive: true, force: true });
+  for (const dir of [dataDir, freshDir, borrowDir]) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 describe('two serve processes on one DATA_DIR', () => {
@@ -54,5 +58,26 @@ describe('first starts at once on a new DATA_DIR', () => {
     assert.match(later.stdout, /up to date/);
     assert.deepEqual(fs.readdirSync(freshDir).sort(), ['keys', 'postgres', 'postgres.json'], 'no scratch cluster or lock left behind');
     assert.equal(postmasterPid(freshDir), undefined, 'nothing left running');
+  });
+});
+
+describe('a process that has found the running database but not connected yet', () => {
+  it('is not cut off by the one that started it stopping; the last one out stops it', async () => {
+    const log = pino({ level: 'silent' });
+    // As two one-shot commands (init, migrate) do: the first starts the server, the second finds it.
+    const first = await startEmbeddedPostgres(borrowDir, log, { takeOwnership: false });
+    const second = await startEmbeddedPostgres(borrowDir, log, { takeOwnership: false });
+    const postmaster = postmasterPid(borrowDir)!;
+    // The second has opened no pool yet when the first lets go.
+    await first.release();
+    assert.ok(alive(postmaster), 'the database the second process found is still running');
+    const client = new pg.Client({ connectionString: second.url });
+    await client.connect();
+    assert.equal((await client.query('SELECT 1 AS one')).rows[0].one, 1);
+    await client.end();
+    await second.release();
+    const end = Date.now() + 10_000;
+    while (alive(postmaster) && Date.now() < end) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(alive(postmaster), false, 'the last process out stopped the database, though it had not started it');
   });
 });
