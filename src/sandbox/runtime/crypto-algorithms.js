@@ -9,11 +9,6 @@ const KEY_FORMATS = ['raw', 'spki', 'pkcs8', 'jwk'];
 const HASH_BLOCK_BITS = { __proto__: null, 'SHA-1': 512, 'SHA-256': 512, 'SHA-384': 1024, 'SHA-512': 1024 };
 const HASH_JWK_ALG = { __proto__: null, 'SHA-1': 'HS1', 'SHA-256': 'HS256', 'SHA-384': 'HS384', 'SHA-512': 'HS512' };
 
-const isObjectLike = (v) => v !== null && (typeof v === 'object' || typeof v === 'function');
-
-function requireArguments(got, needed, method) {
-  if (got < needed) throw new $TypeError(`SubtleCrypto.${method} requires ${needed} arguments, but only ${got} were passed.`);
-}
 
 /** [EnforceRange] unsigned long. */
 function toUnsignedLong(v, what) {

@@ -74,14 +74,14 @@ class SubtleCrypto {
   }
   async digest(algorithm, data) {
     checkSubtle(this);
-    requireArguments(arguments.length, 2, 'digest');
+    requireArguments(arguments.length, 2, 'SubtleCrypto.digest');
     const bytes = bufferSourceCopy(data, 'The data');
     const alg = normalizeAlgorithm('digest', algorithm);
     return toArrayBuffer(await cryptoCall({ __proto__: null, op: 'digest', alg: alg.name, data: bytesToBase64(bytes) }));
   }
   async importKey(format, keyData, algorithm, extractable, keyUsages) {
     checkSubtle(this);
-    requireArguments(arguments.length, 5, 'importKey');
+    requireArguments(arguments.length, 5, 'SubtleCrypto.importKey');
     format = toKeyFormat(format);
     const isBuffer = keyData instanceof $ArrayBuffer || isView(keyData);
     const jwk = isBuffer ? undefined : toJsonWebKey(keyData);
@@ -101,7 +101,7 @@ class SubtleCrypto {
   }
   async generateKey(algorithm, extractable, keyUsages) {
     checkSubtle(this);
-    requireArguments(arguments.length, 3, 'generateKey');
+    requireArguments(arguments.length, 3, 'SubtleCrypto.generateKey');
     extractable = Boolean(extractable);
     const usages = toKeyUsages(keyUsages);
     const alg = normalizeAlgorithm('generateKey', algorithm);
@@ -113,7 +113,7 @@ class SubtleCrypto {
   }
   async exportKey(format, key) {
     checkSubtle(this);
-    requireArguments(arguments.length, 2, 'exportKey');
+    requireArguments(arguments.length, 2, 'SubtleCrypto.exportKey');
     format = toKeyFormat(format);
     const rec = keyRecord(key);
     if (!rec.extractable) throw new DOMException('The key is not extractable.', 'InvalidAccessError');
@@ -123,7 +123,7 @@ class SubtleCrypto {
   }
   async sign(algorithm, key, data) {
     checkSubtle(this);
-    requireArguments(arguments.length, 3, 'sign');
+    requireArguments(arguments.length, 3, 'SubtleCrypto.sign');
     keyRecord(key);
     const bytes = bufferSourceCopy(data, 'The data');
     const rec = signingKey(normalizeAlgorithm('sign', algorithm), key, 'sign');
@@ -131,7 +131,7 @@ class SubtleCrypto {
   }
   async verify(algorithm, key, signature, data) {
     checkSubtle(this);
-    requireArguments(arguments.length, 4, 'verify');
+    requireArguments(arguments.length, 4, 'SubtleCrypto.verify');
     keyRecord(key);
     const sig = bufferSourceCopy(signature, 'The signature');
     const bytes = bufferSourceCopy(data, 'The data');

@@ -33,6 +33,13 @@ function toDOMString(v) {
   return $String(v);
 }
 
+const $toWellFormed = String.prototype.toWellFormed;
+
+/** WebIDL's USVString conversion: a DOMString whose lone surrogates become U+FFFD. */
+function toUSVString(v) {
+  return apply($toWellFormed, toDOMString(v), []);
+}
+
 /** Any BufferSource as a Uint8Array view (no copy). */
 function toBytes(source, what) {
   if (source instanceof $ArrayBuffer) return new $Uint8Array(source);

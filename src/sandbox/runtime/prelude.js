@@ -73,6 +73,62 @@ function markPlatformObject(obj) {
   platformObjects.set(obj, true);
 }
 
+/**
+ * Shapes a class as WebIDL shapes an interface: its operations and attributes (static ones
+ * too) are enumerable, where a class makes them not, and its toStringTag is a read-only data
+ * property of the prototype.
+ */
+function asWebIDLInterface(C, tag) {
+  const proto = C.prototype;
+  const members = getOwnPropertyNames(proto);
+  for (let i = 0; i < members.length; i++) {
+    if (members[i] !== 'constructor') defineProperty(proto, members[i], { __proto__: null, enumerable: true });
+  }
+  const statics = getOwnPropertyNames(C);
+  for (let i = 0; i < statics.length; i++) {
+    if (statics[i] !== 'length' && statics[i] !== 'name' && statics[i] !== 'prototype') defineProperty(C, statics[i], { __proto__: null, enumerable: true });
+  }
+  defineProperty(proto, Symbol.toStringTag, { __proto__: null, value: tag, writable: false, enumerable: false, configurable: true });
+}
+
+/** WebIDL's check of a call's arguments: fewer than an operation requires is a TypeError. */
+function requireArguments(given, needed, what) {
+  if (given < needed) throw new $TypeError(`${what} requires ${needed} argument${needed === 1 ? '' : 's'}, but only ${given} ${given === 1 ? 'was' : 'were'} given.`);
+}
+
+const ArrayIteratorPrototype = getPrototypeOf([][Symbol.iterator]());
+const IteratorPrototype = getPrototypeOf(ArrayIteratorPrototype);
+
+/**
+ * WebIDL's pair iterators ("URLSearchParams Iterator", "Headers Iterator"): every next() reads
+ * the object's list as it is then (pairsOf), so entries added or removed while iterating show,
+ * as the standard asks. The position and target are kept where code cannot reach them.
+ */
+function pairIterator(tag, pairsOf) {
+  const states = privateMap();
+  const proto = create(IteratorPrototype);
+  setOwn(proto, 'next', {
+    next() {
+      const state = states.get(this);
+      if (state === undefined) throw new $TypeError(`next() called on an object that is not a ${tag}.`);
+      const pairs = pairsOf(state.target);
+      if (state.index >= pairs.length) return { value: undefined, done: true };
+      const pair = pairs[state.index++];
+      return { value: state.kind === 'keys' ? pair[0] : state.kind === 'values' ? pair[1] : [pair[0], pair[1]], done: false };
+    },
+  }.next);
+  defineProperty(proto, Symbol.toStringTag, { __proto__: null, value: tag, writable: false, enumerable: false, configurable: true });
+  return (target, kind) => {
+    const it = create(proto);
+    states.set(it, { __proto__: null, target, kind, index: 0 });
+    markPlatformObject(it);
+    return it;
+  };
+}
+
+/** An object in WebIDL's sense: what a dictionary, record or sequence may be made from. */
+const isObjectLike = (v) => v !== null && (typeof v === 'object' || typeof v === 'function');
+
 /** A data property defined, not assigned: no setter or read-only property on a prototype is involved. */
 function setOwn(obj, key, value, enumerable = true) {
   defineProperty(obj, key, { __proto__: null, value, writable: true, enumerable, configurable: true });

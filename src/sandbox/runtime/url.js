@@ -1,7 +1,8 @@
 // URL: the WHATWG URL parser for what user code meets in practice — special and non-special
 // schemes, relative resolution, IPv4/IPv6/IDN hosts (./url-host.js), percent-encoding sets,
-// dot segments. Left out, as meaningless inside the sandbox: Windows drive letters in file
-// URLs and the blob: origin.
+// dot segments, setters with the parser's state overrides. Left out, as meaningless inside
+// the sandbox: Windows drive letters in file URLs (a blob: URL's origin is that of the URL in
+// its path, as the standard asks when there is no blob store).
 // URLSearchParams is in ./search-params.js.
 
 const SPECIAL_PORTS = create(null);
@@ -168,12 +169,22 @@ function parseURL(input, base) {
     } else if (rest.startsWith('/')) {
       pushSegments(rec.path, rest.slice(1), false);
     } else {
-      rec.opaque = percentEncode(rest, C0_SET);
+      rec.opaque = opaquePath(rest, query !== null || fragment !== null);
     }
     return rec;
   }
   if (!base) throw invalidURL(input);
   return parseRelative(s, base, input);
+}
+
+/**
+ * An opaque path (mailto:…, data:…) keeps its spaces, except that one right before the query or
+ * fragment becomes %20: removing the query or fragment later can then never leave the path
+ * ending in a space (the URL standard's rule since 2024).
+ */
+function opaquePath(rest, followed) {
+  const path = percentEncode(rest, C0_SET);
+  return followed && path.endsWith(' ') ? path.slice(0, -1) + '%20' : path;
 }
 
 function parseRelative(s, base, input) {
@@ -244,36 +255,61 @@ function serializeURL(rec, excludeFragment) {
 const urlRecords = privateMap(); // URL → its record
 const urlParams = privateMap(); // URL → its URLSearchParams
 
+/** What a setter parses: the value as a USVString, without tabs and newlines (the parser skips them). */
+function setterInput(v) {
+  return toUSVString(v).replace(/[\t\n\r]/g, '');
+}
+
+/**
+ * The serialized origin: a special scheme's own (but file:'s, which is opaque), and for blob:
+ * that of the http(s) URL in its path. Every other origin is opaque, "null".
+ */
+function originOf(rec) {
+  if (rec.scheme === 'blob:') {
+    const inner = parseOrUndefined(serializePath(rec), undefined);
+    return inner !== undefined && (inner.scheme === 'http:' || inner.scheme === 'https:') ? originOf(inner) : 'null';
+  }
+  if (!isSpecial(rec.scheme) || rec.scheme === 'file:') return 'null';
+  return rec.scheme + '//' + serializeHost(rec);
+}
+
 function recordOf(url) {
   const rec = urlRecords.get(url);
   if (!rec) throw new $TypeError('Illegal invocation: not a URL.');
   return rec;
 }
 
+/** The record of `url` resolved against `base` (both converted as WebIDL's USVStrings), or undefined when either is no URL. */
+function parseOrUndefined(url, base) {
+  const input = toUSVString(url);
+  const baseInput = base === undefined ? undefined : toUSVString(base);
+  try {
+    return parseURL(input, baseInput === undefined ? undefined : parseURL(baseInput, undefined));
+  } catch {
+    return undefined;
+  }
+}
+
+// `base` is read from `arguments`, so that each function's length is 1, as WebIDL gives it.
 class URL {
-  constructor(url, base) {
-    if (arguments.length === 0) throw new $TypeError('URL requires 1 argument.');
+  constructor(url) {
+    requireArguments(arguments.length, 1, 'URL');
+    const rec = parseOrUndefined(url, arguments[1]);
+    if (rec === undefined) throw invalidURL(url);
     markPlatformObject(this);
-    const baseRec = base === undefined ? undefined : parseURL(base instanceof URL ? base.href : base, undefined);
-    urlRecords.set(this, parseURL(url instanceof URL ? url.href : url, baseRec));
-    const params = new URLSearchParams(recordOf(this).query || '');
+    urlRecords.set(this, rec);
+    const params = new URLSearchParams(rec.query || '');
     paramsOwner.set(params, this);
     urlParams.set(this, params);
   }
-  static canParse(url, base) {
-    try {
-      new URL(url, base);
-      return true;
-    } catch {
-      return false;
-    }
+  static canParse(url) {
+    requireArguments(arguments.length, 1, 'URL.canParse');
+    return parseOrUndefined(url, arguments[1]) !== undefined;
   }
-  static parse(url, base) {
-    try {
-      return new URL(url, base);
-    } catch {
-      return null;
-    }
+  static parse(url) {
+    requireArguments(arguments.length, 1, 'URL.parse');
+    const base = arguments[1];
+    return parseOrUndefined(url, base) === undefined ? null : new URL(url, base);
   }
   #replace(rec) {
     urlRecords.set(this, rec);
@@ -283,19 +319,20 @@ class URL {
     return serializeURL(recordOf(this), false);
   }
   set href(v) {
-    this.#replace(parseURL(v, undefined));
+    recordOf(this);
+    const rec = parseOrUndefined(v, undefined);
+    if (rec === undefined) throw invalidURL(v);
+    this.#replace(rec);
   }
   get origin() {
-    const rec = recordOf(this);
-    if (!isSpecial(rec.scheme) || rec.scheme === 'file:') return 'null';
-    return rec.scheme + '//' + serializeHost(rec);
+    return originOf(recordOf(this));
   }
   get protocol() {
     return recordOf(this).scheme;
   }
   set protocol(v) {
     const rec = recordOf(this);
-    const m = /^([A-Za-z][A-Za-z0-9+\-.]*)(:|$)/.exec($String(v));
+    const m = /^([A-Za-z][A-Za-z0-9+\-.]*)(:|$)/.exec(setterInput(v));
     if (!m) return;
     const scheme = m[1].toLowerCase() + ':';
     if (isSpecial(scheme) !== isSpecial(rec.scheme)) return;
@@ -310,7 +347,7 @@ class URL {
   set username(v) {
     const rec = recordOf(this);
     if (rec.host === null || rec.host === '' || rec.scheme === 'file:') return;
-    rec.username = percentEncode($String(v), USERINFO_SET);
+    rec.username = percentEncode(toUSVString(v), USERINFO_SET); // set as given: not parsed, so a tab is encoded
   }
   get password() {
     return recordOf(this).password;
@@ -318,36 +355,48 @@ class URL {
   set password(v) {
     const rec = recordOf(this);
     if (rec.host === null || rec.host === '' || rec.scheme === 'file:') return;
-    rec.password = percentEncode($String(v), USERINFO_SET);
+    rec.password = percentEncode(toUSVString(v), USERINFO_SET); // set as given: not parsed, so a tab is encoded
   }
   get host() {
     const rec = recordOf(this);
     return rec.host === null ? '' : serializeHost(rec);
   }
   set host(v) {
-    this.#setHost($String(v), true);
+    this.#setHost(setterInput(v), true);
   }
   get hostname() {
     return recordOf(this).host || '';
   }
   set hostname(v) {
-    this.#setHost($String(v), false);
+    this.#setHost(setterInput(v), false);
   }
+  /** The host (and hostname) state of the URL parser, with its state override. */
   #setHost(v, withPort) {
     const rec = recordOf(this);
     if (rec.opaque !== null) return;
     const special = isSpecial(rec.scheme);
     const end = v.search(special ? /[/\\?#]/ : /[/?#]/);
     if (end >= 0) v = v.slice(0, end);
-    const m = /^(\[[^\]]*\]|[^:]*)(?::([0-9]*))?/.exec(v);
-    if (!m || (m[1] === '' && special)) return;
+    if (rec.scheme === 'file:') {
+      // The file host state: everything up to the path is the host (a colon too, which no host may hold).
+      try {
+        const host = v === '' ? '' : parseHost(v, true, v);
+        rec.host = host === 'localhost' ? '' : host;
+      } catch {
+        // not a host: the URL is left as it was
+      }
+      return;
+    }
+    const m = /^(\[[^\]]*\]|[^:]*)(:?)([0-9]*)/.exec(v);
+    // A colon after nothing is no host; the hostname setter stops at any colon.
+    if (m[2] === ':' && (m[1] === '' || !withPort)) return;
+    if (m[1] === '' && (special || rec.username !== '' || rec.password !== '' || rec.port !== '')) return;
     try {
-      const host = parseHost(m[1], special, v);
-      rec.host = rec.scheme === 'file:' && host === 'localhost' ? '' : host;
+      rec.host = parseHost(m[1], special, v);
     } catch {
       return;
     }
-    if (withPort && m[2]) this.port = m[2];
+    if (m[3] !== '') this.port = m[3];
   }
   get port() {
     return recordOf(this).port;
@@ -355,7 +404,7 @@ class URL {
   set port(v) {
     const rec = recordOf(this);
     if (rec.host === null || rec.host === '' || rec.scheme === 'file:') return;
-    const s = $String(v);
+    const s = setterInput(v);
     if (s === '') {
       rec.port = '';
       return;
@@ -372,19 +421,24 @@ class URL {
     const rec = recordOf(this);
     if (rec.opaque !== null) return;
     const special = isSpecial(rec.scheme);
-    const s = $String(v).replace(/[?#]/g, (c) => (c === '?' ? '%3F' : '%23'));
+    const s = setterInput(v).replace(/[?#]/g, (c) => (c === '?' ? '%3F' : '%23'));
     rec.path = [];
-    if (s === '' && !special) return;
+    if (s === '' && !special) {
+      // The path start state: a URL without a host keeps one empty segment ("foo:" + "/").
+      if (rec.host === null) rec.path.push('');
+      return;
+    }
     pushSegments(rec.path, s.replace(special ? /^[/\\]/ : /^\//, ''), special);
   }
   get search() {
     const q = recordOf(this).query;
     return q ? '?' + q : '';
   }
+  /** Only the empty string removes the query: "?" leaves an empty one (href ends in "?"). */
   set search(v) {
     const rec = recordOf(this);
-    const s = $String(v).replace(/^\?/, '');
-    rec.query = s === '' ? null : percentEncode(s, isSpecial(rec.scheme) ? SPECIAL_QUERY_SET : QUERY_SET);
+    const given = toUSVString(v);
+    rec.query = given === '' ? null : percentEncode(setterInput(given.replace(/^\?/, '')), isSpecial(rec.scheme) ? SPECIAL_QUERY_SET : QUERY_SET);
     resetParams(urlParams.get(this), rec.query);
   }
   get searchParams() {
@@ -395,20 +449,19 @@ class URL {
     const f = recordOf(this).fragment;
     return f ? '#' + f : '';
   }
+  /** Only the empty string removes the fragment: "#" leaves an empty one (href ends in "#"). */
   set hash(v) {
     const rec = recordOf(this);
-    const s = $String(v).replace(/^#/, '');
-    rec.fragment = s === '' ? null : percentEncode(s, FRAGMENT_SET);
+    const given = toUSVString(v);
+    rec.fragment = given === '' ? null : percentEncode(setterInput(given.replace(/^#/, '')), FRAGMENT_SET);
   }
   toString() {
-    return this.href;
+    return serializeURL(recordOf(this), false);
   }
   toJSON() {
-    return this.href;
-  }
-  get [Symbol.toStringTag]() {
-    return 'URL';
+    return serializeURL(recordOf(this), false);
   }
 }
+asWebIDLInterface(URL, 'URL');
 
 defineGlobal('URL', URL);
