@@ -32,35 +32,50 @@ type Send = { url: URL; method: string; headers: Record<string, string | string[
  */
 export class NodeHttpTransport {
   readonly #agents: Record<'http:' | 'https:', http.Agent>;
+  readonly #slots: OriginSlots;
 
   constructor(options: NodeHttpOptions) {
     this.#agents = { 'http:': guardedAgent('http:', options), 'https:': guardedAgent('https:', options) };
+    this.#slots = new OriginSlots(options.connections);
   }
 
-  request({ url, method, headers, body, signal }: Send): Promise<Answer> {
+  async request({ url, method, headers, body, signal }: Send): Promise<Answer> {
     const protocol = url.protocol === 'https:' ? 'https:' : 'http:';
     // As undici: the pool owns the connection, so a caller may only ask to close it or keep it.
     const connection = headers.connection;
     if (connection !== undefined && !(typeof connection === 'string' && /^(close|keep-alive)$/i.test(connection.trim()))) {
-      return Promise.reject(new OutboundError('invalid_request', 'the connection header may only be close or keep-alive'));
+      throw new OutboundError('invalid_request', 'the connection header may only be close or keep-alive');
     }
+    // Node's Agent counts a connection only once it is open, so its maxSockets lets any number
+    // be opened at once through the asynchronous connector: at most `connections` requests per
+    // origin are in flight here instead (each holds its socket until it closes), as in undici's pool.
+    const release = await this.#slots.acquire(`${protocol}//${url.host}`, signal);
     return new Promise((resolve, reject) => {
-      const req = http.request({
-        agent: this.#agents[protocol],
-        host: stripBrackets(url.hostname),
-        port: Number(url.port || (protocol === 'https:' ? 443 : 80)),
-        method,
-        path: `${url.pathname}${url.search}`,
-        // As undici sends them: the URL's host, and the body's exact length when there is one.
-        headers: { ...headers, host: url.host, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) },
-        signal,
-      });
+      let req: http.ClientRequest;
+      try {
+        req = http.request({
+          agent: this.#agents[protocol],
+          host: stripBrackets(url.hostname),
+          port: Number(url.port || (protocol === 'https:' ? 443 : 80)),
+          method,
+          path: `${url.pathname}${url.search}`,
+          // As undici sends them: the URL's host, and the body's exact length when there is one.
+          headers: { ...headers, host: url.host, ...(body !== undefined ? { 'content-length': String(Buffer.byteLength(body)) } : {}) },
+          signal,
+        });
+      } catch (err) {
+        // A header Node will not send (a control character, a character past U+00FF): nothing was sent.
+        release();
+        reject(err);
+        return;
+      }
+      req.once('close', release);
       req.on('error', reject);
       req.once('response', (res) => {
-        // Repeated headers as arrays, as undici gives them, not joined with commas.
+        // Repeated headers as arrays and single ones as strings (Set-Cookie too), as undici gives them.
         const answer: Answer['headers'] = {};
         for (const [name, values] of Object.entries(res.headersDistinct)) {
-          if (values) answer[name] = name === 'set-cookie' || values.length > 1 ? values : values[0];
+          if (values) answer[name] = values.length > 1 ? values : values[0];
         }
         resolve({ statusCode: res.statusCode ?? 502, headers: answer, body: res });
       });
@@ -70,6 +85,53 @@ export class NodeHttpTransport {
 
   close(): void {
     for (const agent of Object.values(this.#agents)) agent.destroy();
+  }
+}
+
+/** Per origin, at most `max` holders at once; the others wait in order, each until its signal aborts. */
+class OriginSlots {
+  readonly #max: number;
+  readonly #origins = new Map<string, { active: number; waiting: Set<() => void> }>();
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** Resolves with the function that gives the slot back (once, however often called). */
+  async acquire(origin: string, signal: AbortSignal): Promise<() => void> {
+    signal.throwIfAborted();
+    let state = this.#origins.get(origin);
+    if (!state) this.#origins.set(origin, (state = { active: 0, waiting: new Set() }));
+    const slots = state;
+    if (slots.active < this.#max) {
+      slots.active++;
+    } else {
+      // Woken holding the slot its predecessor handed over: `active` already counts it.
+      await new Promise<void>((resolve, reject) => {
+        const wake = () => {
+          signal.removeEventListener('abort', abort);
+          resolve();
+        };
+        const abort = () => {
+          slots.waiting.delete(wake);
+          reject(signal.reason);
+        };
+        slots.waiting.add(wake);
+        signal.addEventListener('abort', abort, { once: true });
+      });
+    }
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const [next] = slots.waiting;
+      if (next) {
+        slots.waiting.delete(next);
+        next();
+      } else if (--slots.active === 0) {
+        this.#origins.delete(origin);
+      }
+    };
   }
 }
 

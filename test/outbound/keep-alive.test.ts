@@ -116,3 +116,56 @@ test('request() still drops a Keep-Alive header: only streaming calls (proxies) 
   await c.request({ url: s.origin, headers: { 'keep-alive': 'timeout=5' } });
   assert.equal(s.seen[0].headers['keep-alive'], undefined);
 });
+
+test('the Keep-Alive path opens at most `connections` sockets per origin, as undici does; the rest wait their turn', async () => {
+  let open = 0;
+  let most = 0;
+  const s = await server(startServer((_req, res) => {
+    open++;
+    most = Math.max(most, open);
+    setTimeout(() => {
+      open--;
+      res.end('ok');
+    }, 50);
+  }));
+  const c = client({ allowlist: ['127.0.0.1'], connections: 2 });
+  const bodies = await Promise.all(Array.from({ length: 8 }, async () => text((await c.stream({ url: s.origin, headers: { 'keep-alive': 'timeout=5' } })).body)));
+  assert.deepEqual(bodies, Array(8).fill('ok'));
+  assert.ok(s.connections() <= 2, `${s.connections()} connections for a pool of 2`);
+  assert.ok(most <= 2, `${most} requests at once on a pool of 2`);
+});
+
+test('a call waiting on the Keep-Alive path for a free connection still ends at its deadline', async () => {
+  const silent = await server(startSilentServer());
+  const c = client({ allowlist: ['127.0.0.1'], connections: 1 });
+  const first = c.stream({ url: silent.origin, headers: { 'keep-alive': 'timeout=5' }, timeoutMs: 400 });
+  const started = Date.now();
+  await rejectsWith(c.stream({ url: silent.origin, headers: { 'keep-alive': 'timeout=5' }, timeoutMs: 100 }), 'timeout');
+  assert.ok(Date.now() - started < 350, 'the waiting call gave up at its own deadline');
+  await rejectsWith(first, 'timeout');
+  assert.equal(silent.connections(), 1);
+});
+
+test('the Keep-Alive path hands response headers over as undici does: a single Set-Cookie is a string', async () => {
+  const s = await server(startServer((_req, res) => {
+    res.setHeader('set-cookie', 'only=1');
+    res.end('ok');
+  }));
+  const c = client({ allowlist: ['127.0.0.1'] });
+  const plain = await c.stream({ url: s.origin });
+  await text(plain.body);
+  const kept = await c.stream({ url: s.origin, headers: { 'keep-alive': 'timeout=5' } });
+  await text(kept.body);
+  assert.equal(plain.headers['set-cookie'], 'only=1');
+  assert.deepEqual(kept.headers, { ...plain.headers, date: kept.headers.date, 'keep-alive': kept.headers['keep-alive'] });
+});
+
+test('a header value HTTP cannot carry is invalid_request on the Keep-Alive path too, not a failed exchange', async () => {
+  const s = await server(startServer((_req, res) => res.end('reached')));
+  const c = client({ allowlist: ['127.0.0.1'] });
+  for (const value of ['a\u0001b', '\u20ac']) {
+    await rejectsWith(c.stream({ url: s.origin, headers: { 'x-value': value } }), 'invalid_request');
+    await rejectsWith(c.stream({ url: s.origin, headers: { 'x-value': value, 'keep-alive': 'timeout=5' } }), 'invalid_request');
+  }
+  assert.equal(s.connections(), 0);
+});
