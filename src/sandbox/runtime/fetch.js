@@ -7,36 +7,73 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 // What the Fetch standard refuses in a header value (NUL, CR, LF), and what is not a ByteString.
 const BAD_HEADER_VALUE = /[\0\r\n]|[^\0-\u00ff]/;
 
+/** WebIDL's ByteString conversion: a DOMString whose code units all fit in a byte. */
+function toByteString(v, what) {
+  const s = toDOMString(v);
+  if (/[^\0-\u00ff]/.test(s)) throw new $TypeError(`${what} holds a character above U+00FF, which a header cannot carry.`);
+  return s;
+}
+
+function headerName(name) {
+  const n = toByteString(name, 'A header name');
+  if (!HEADER_NAME.test(n)) throw new $TypeError(`Invalid header name: ${n}`);
+  return n.toLowerCase();
+}
+
 /**
- * Trimmed as the standard does; a value that cannot be sent is a TypeError here, where the code
- * set it, not a failure of the request later. The message names the header, never the value,
- * which may be a credential or detokenized data.
+ * Trimmed of HTTP whitespace as the standard does; a value that cannot be sent is a TypeError
+ * here, where the code set it, not a failure of the request later. The message names the
+ * header, never the value, which may be a credential or detokenized data.
  */
 function normalizeHeaderValue(name, v) {
-  const value = $String(v).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+  const value = toDOMString(v).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
   if (BAD_HEADER_VALUE.test(value)) {
     throw new $TypeError(`Invalid value for the header ${name}: a line break, a NUL or a character above U+00FF cannot be sent.`);
   }
   return value;
 }
 
+/** The Fetch standard's header list as Headers shows it: names sorted, values of one name combined, set-cookie kept apart. */
+function sortAndCombine(list) {
+  const names = [];
+  for (const [name] of list) if (!names.includes(name)) names.push(name);
+  names.sort();
+  const out = [];
+  for (const name of names) {
+    const values = list.filter(([n]) => n === name).map(([, v]) => v);
+    if (name === 'set-cookie') for (const v of values) out.push([name, v]);
+    else out.push([name, values.join(', ')]);
+  }
+  return out;
+}
+
+// Methods read `this.#list` before anything else: another object as `this` is a TypeError first.
 class Headers {
-  #map = new Map(); // lower-cased name → value
-  constructor(init) {
+  #list = []; // the header list: [lower-cased name, value] in the order they were added
+  #sorted = null; // sortAndCombine(#list), until the list changes
+  constructor(init = undefined) {
     markPlatformObject(this);
-    if (init === undefined || init === null) return;
-    if (init instanceof Headers) {
-      this.#map = new Map(init.#map); // already checked when they were set
-    } else if (typeof init === 'object' && typeof init[Symbol.iterator] === 'function') {
-      for (const pair of init) {
-        const p = Array.from(pair);
-        if (p.length !== 2) throw new $TypeError('Each header must be a [name, value] pair.');
-        this.append(p[0], p[1]);
+    if (init === undefined) return;
+    if (!isObjectLike(init)) throw new $TypeError('Headers must be made from an object, a sequence of [name, value] pairs or a Headers.');
+    if (#list in init) {
+      this.#list = init.#list.map(([k, v]) => [k, v]); // already checked when they were set
+      return;
+    }
+    const iterate = init[Symbol.iterator];
+    if (iterate === undefined || iterate === null) {
+      // A record: own enumerable keys, Symbols included (a TypeError, as WebIDL converts them).
+      for (const key of Reflect.ownKeys(init)) {
+        const desc = getOwnPropertyDescriptor(init, key);
+        if (desc !== undefined && desc.enumerable) this.append(toByteString(key, 'A header name'), init[key]);
       }
-    } else if (typeof init === 'object') {
-      for (const k of keys(init)) this.append(k, init[k]);
-    } else {
-      throw new $TypeError('Headers must be an object, an array of pairs or a Headers.');
+      return;
+    }
+    if (typeof iterate !== 'function') throw new $TypeError('Headers: the init’s Symbol.iterator is not a function.');
+    for (const pair of init) {
+      if (!isObjectLike(pair) || typeof pair[Symbol.iterator] !== 'function') throw new $TypeError('Each header must be a [name, value] pair.');
+      const p = Array.from(pair);
+      if (p.length !== 2) throw new $TypeError('Each header must be a [name, value] pair.');
+      this.append(p[0], p[1]);
     }
   }
   /**
@@ -45,61 +82,92 @@ class Headers {
    */
   static _fromHost(obj) {
     const h = new Headers();
-    for (const k of keys(obj)) h.#map.set($String(k).toLowerCase(), $String(obj[k]));
+    for (const k of keys(obj)) h.#list.push([$String(k).toLowerCase(), $String(obj[k])]);
     return h;
   }
-  #name(name) {
-    const n = $String(name);
-    if (!HEADER_NAME.test(n)) throw new $TypeError(`Invalid header name: ${n}`);
-    return n.toLowerCase();
+  static _sortedOf(headers) {
+    if (headers.#sorted === null) headers.#sorted = sortAndCombine(headers.#list);
+    return headers.#sorted;
+  }
+  #changed(list) {
+    this.#list = list;
+    this.#sorted = null;
   }
   append(name, value) {
-    const n = this.#name(name);
-    const v = normalizeHeaderValue(n, value);
-    const old = this.#map.get(n);
-    this.#map.set(n, old === undefined ? v : `${old}, ${v}`);
+    const list = this.#list;
+    requireArguments(arguments.length, 2, 'Headers.append');
+    const n = headerName(name);
+    list.push([n, normalizeHeaderValue(n, value)]);
+    this.#changed(list);
   }
   set(name, value) {
-    const n = this.#name(name);
-    this.#map.set(n, normalizeHeaderValue(n, value));
+    const list = this.#list;
+    requireArguments(arguments.length, 2, 'Headers.set');
+    const n = headerName(name);
+    const v = normalizeHeaderValue(n, value);
+    const i = list.findIndex(([k]) => k === n);
+    if (i < 0) list.push([n, v]);
+    else list[i] = [n, v];
+    this.#changed(list.filter(([k], j) => k !== n || j === i || i < 0));
   }
   get(name) {
-    const v = this.#map.get(this.#name(name));
-    return v === undefined ? null : v;
+    const list = this.#list;
+    requireArguments(arguments.length, 1, 'Headers.get');
+    const n = headerName(name);
+    const values = list.filter(([k]) => k === n).map(([, v]) => v);
+    return values.length ? values.join(', ') : null;
+  }
+  getSetCookie() {
+    return this.#list.filter(([k]) => k === 'set-cookie').map(([, v]) => v);
   }
   has(name) {
-    return this.#map.has(this.#name(name));
+    const list = this.#list;
+    requireArguments(arguments.length, 1, 'Headers.has');
+    const n = headerName(name);
+    return list.some(([k]) => k === n);
   }
   delete(name) {
-    this.#map.delete(this.#name(name));
+    const list = this.#list;
+    requireArguments(arguments.length, 1, 'Headers.delete');
+    const n = headerName(name);
+    this.#changed(list.filter(([k]) => k !== n));
   }
-  forEach(callback, thisArg) {
-    for (const [k, v] of this) apply(callback, thisArg, [v, k, this]);
+  /** As WebIDL iterates: by position in the sorted list as it is at each step, so changes made by the callback show. */
+  forEach(callback, thisArg = undefined) {
+    this.#list;
+    requireArguments(arguments.length, 1, 'Headers.forEach');
+    if (typeof callback !== 'function') throw new $TypeError('Headers.forEach: the callback must be a function.');
+    for (let i = 0; i < sortedHeaders(this).length; i++) {
+      const [k, v] = sortedHeaders(this)[i];
+      apply(callback, thisArg, [v, k, this]);
+    }
   }
-  *entries() {
-    const names = Array.from(this.#map.keys()).sort();
-    for (const k of names) yield [k, this.#map.get(k)];
+  entries() {
+    this.#list;
+    return headersIterator(this, 'entries');
   }
-  *keys() {
-    for (const [k] of this.entries()) yield k;
+  keys() {
+    this.#list;
+    return headersIterator(this, 'keys');
   }
-  *values() {
-    for (const [, v] of this.entries()) yield v;
-  }
-  [Symbol.iterator]() {
-    return this.entries();
-  }
-  get [Symbol.toStringTag]() {
-    return 'Headers';
+  values() {
+    this.#list;
+    return headersIterator(this, 'values');
   }
 }
 
 const hostHeaders = Headers._fromHost;
 delete Headers._fromHost;
+const sortedHeaders = Headers._sortedOf;
+delete Headers._sortedOf;
+const headersIterator = pairIterator('Headers Iterator', sortedHeaders);
+defineProperty(Headers.prototype, Symbol.iterator, { __proto__: null, value: Headers.prototype.entries, writable: true, enumerable: false, configurable: true });
+asWebIDLInterface(Headers, 'Headers');
 
+/** The headers as the host takes them, one value per name (set-cookie values joined as get() joins them). */
 function headersToObject(headers) {
   const out = create(null);
-  for (const [k, v] of headers) out[k] = v;
+  for (const [k, v] of sortedHeaders(headers)) out[k] = out[k] === undefined ? v : `${out[k]}, ${v}`;
   return out;
 }
 
