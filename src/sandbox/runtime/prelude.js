@@ -38,6 +38,7 @@ const $Number = Number;
 const $max = Math.max;
 const $min = Math.min;
 const $slice = String.prototype.slice;
+const $arraySlice = Array.prototype.slice;
 const $String = String;
 const $Promise = Promise;
 const $Error = Error;

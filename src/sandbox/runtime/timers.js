@@ -18,14 +18,23 @@ function checkTimerBudget() {
   totalTimers++;
 }
 
-function addTimer(callback, delay, args, repeat) {
-  if (typeof callback !== 'function') throw new $TypeError('The callback must be a function.');
+const $eval = eval;
+
+/**
+ * The HTML standard's timer steps: a handler that is not a function is code, evaluated in the
+ * global scope when the timer fires (as browsers do; Node throws instead); the delay is a WebIDL
+ * long (NaN and Infinity are 0, 2 ** 32 + 5 is 5, 2 ** 31 wraps to a negative number), and a
+ * negative one is 0.
+ */
+function addTimer(handler, delay, args, repeat) {
+  let callback = handler;
+  if (typeof handler !== 'function') {
+    const code = toDOMString(handler);
+    callback = () => $eval(code);
+  }
+  const ms = $max(0, delay | 0);
   if (pendingTimers >= LIMITS.maxTimers) throw new $RangeError(`Too many pending timers: at most ${LIMITS.maxTimers}.`);
   checkTimerBudget();
-  // As in Node: a delay that does not fit in 32 bits (Infinity included) becomes 1 ms, not
-  // "never" (browsers wrap it round; neither waits for ever). NaN and negative delays are 0.
-  const n = $Number(delay);
-  const ms = n > 2147483647 ? 1 : $max(0, n || 0);
   const id = nextTimerId++;
   timers[id] = { __proto__: null, callback, args, ms: repeat ? $max(1, ms) : -1 };
   pendingTimers++;
@@ -33,23 +42,28 @@ function addTimer(callback, delay, args, repeat) {
   return id;
 }
 
-function setTimeout(callback, delay = 0, ...args) {
-  return addTimer(callback, delay, args, false);
+// (handler, timeout = 0, ...arguments), with a length of 1 as WebIDL gives them.
+function setTimeout(handler, ...rest) {
+  return addTimer(handler, rest[0], apply($arraySlice, rest, [1]), false);
 }
 
-function setInterval(callback, delay = 0, ...args) {
-  return addTimer(callback, delay, args, true);
+function setInterval(handler, ...rest) {
+  return addTimer(handler, rest[0], apply($arraySlice, rest, [1]), true);
 }
 
+/** Node's, not a standard's: it takes only a function. */
 function setImmediate(callback, ...args) {
+  if (typeof callback !== 'function') throw new $TypeError('The callback must be a function.');
   return addTimer(callback, 0, args, false);
 }
 
-function clearTimeout(id) {
-  if (typeof id !== 'number' || timers[id] === undefined) return;
-  delete timers[id];
+/** The id is a WebIDL long, as in browsers: '7' and 7.5 are timer 7; one that is no timer of this call is ignored. */
+function clearTimeout(id = 0) {
+  const key = id | 0;
+  if (timers[key] === undefined) return;
+  delete timers[key];
   pendingTimers--;
-  send('clear', id);
+  send('clear', key);
 }
 
 function fireTimer(id) {
@@ -72,7 +86,7 @@ function fireTimer(id) {
   }
   // An exception thrown by a timer callback is uncaught: it ends the run, as it would end Node.
   try {
-    apply(t.callback, undefined, t.args);
+    apply(t.callback, G, t.args); // `this` is the global object, as the HTML standard calls timer handlers
   } catch (e) {
     fail(e);
   }
