@@ -60,4 +60,16 @@ describe('OUTBOUND_ALLOWLIST and COFFER_KEYS', () => {
     }
     assert.equal(loadConfig({ COFFER_KEYS: `20260101:${key}` }).cofferKeys, `20260101:${key}`);
   });
+
+  it('an entry written the other way round (the key before the id) is refused without quoting the key', () => {
+    const secret = Buffer.alloc(32, 9).toString('base64');
+    const urlSafe = Buffer.alloc(32, 11).toString('base64url');
+    for (const bad of [`${secret}:main`, `main:${key},${secret}:second`, `${urlSafe}:main`]) {
+      assert.throws(
+        () => loadConfig({ COFFER_KEYS: bad }),
+        (err: unknown) => err instanceof ConfigError && /COFFER_KEYS/.test(err.message) && !err.message.includes(secret.slice(0, 8)) && !err.message.includes(urlSafe.slice(0, 8)),
+        bad,
+      );
+    }
+  });
 });

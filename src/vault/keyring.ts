@@ -18,6 +18,8 @@ export interface KekProvider {
 }
 
 const KEY_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+/** 256 bits in base64 or base64url: what a key looks like where an id was expected. */
+const KEY_SHAPED = /^[A-Za-z0-9+/_-]{43}=?$/;
 
 /** A local keyring of AES-256 KEKs held as KeyObjects; the first key wraps, all unwrap. */
 export class LocalKeyring implements KekProvider {
@@ -27,9 +29,11 @@ export class LocalKeyring implements KekProvider {
   constructor(entries: { id: string; key: Buffer }[]) {
     if (entries.length === 0) throw new Error('the keyring needs at least one key');
     this.keys = new Map();
-    for (const { id, key } of entries) {
-      if (!KEY_ID.test(id)) throw new Error(`key id "${id}" must be 1-64 characters of letters, digits, _ . -`);
-      if (key.length !== 32) throw new Error(`key "${id}" must be 256 bits (32 bytes, base64-encoded)`);
+    for (const [i, { id, key }] of entries.entries()) {
+      // An entry written the other way round (key:id) puts the key where the id goes: never quoted.
+      const which = id.length > 64 || KEY_SHAPED.test(id) ? `of entry ${i + 1}` : `"${id}"`;
+      if (!KEY_ID.test(id)) throw new Error(`key id ${which} must be 1-64 characters of letters, digits, _ . - (entries look like id:base64key)`);
+      if (key.length !== 32) throw new Error(`key ${which} must be 256 bits (32 bytes, base64-encoded)`);
       if (this.keys.has(id)) throw new Error(`key id "${id}" appears twice`);
       this.keys.set(id, createSecretKey(key));
     }
