@@ -49,7 +49,7 @@ describe('the function contract', () => {
       console.info('info'); console.debug('debug'); console.warn('careful'); console.error(new TypeError('bad'));
       return 1;
     };`);
-    assert.deepEqual(r.console.slice(0, 4), ["a 1 { b: [ 2, 'c' ] } null undefined".replace("'c'", '"c"'), 'info', 'debug', '[warn] careful']);
+    assert.deepEqual(r.console.slice(0, 4), ["a 1 { b: [ 2, 'c' ] } null undefined", 'info', 'debug', '[warn] careful']);
     assert.match(r.console[4], /^\[error\] TypeError: bad/);
   });
 
