@@ -203,19 +203,22 @@ export class OutboundClient {
     const follow = req.followRedirects === true;
 
     for (let redirects = 0; ; redirects++) {
-      const response: Answer = Object.hasOwn(headers, 'keep-alive')
-        ? await this.#node.request({ url, method, headers, body, signal: deadline.signal })
-        : await this.#agent.request({
-            origin: url.origin,
-            path: `${url.pathname}${url.search}`,
-            method: method as Dispatcher.HttpMethod,
-            headers,
-            body,
-            signal: deadline.signal,
-            // The one total deadline governs; undici's own idle timers would only race it.
-            headersTimeout: 0,
-            bodyTimeout: 0,
-          });
+      const response: Answer = await beforeDeadline(
+        Object.hasOwn(headers, 'keep-alive')
+          ? this.#node.request({ url, method, headers, body, signal: deadline.signal })
+          : this.#agent.request({
+              origin: url.origin,
+              path: `${url.pathname}${url.search}`,
+              method: method as Dispatcher.HttpMethod,
+              headers,
+              body,
+              signal: deadline.signal,
+              // The one total deadline governs; undici's own idle timers would only race it.
+              headersTimeout: 0,
+              bodyTimeout: 0,
+            }),
+        deadline.signal,
+      );
       const location = response.headers.location;
       if (!follow || !REDIRECT_STATUSES.has(response.statusCode) || typeof location !== 'string') return { response, url, method };
 
@@ -334,6 +337,37 @@ async function readLimited(response: Answer, limit: number, url: URL): Promise<B
     chunks.push(chunk);
   }
   return Buffer.concat(chunks, size);
+}
+
+/**
+ * The answer's head, or the deadline's error as soon as it passes. Neither client gives up on
+ * an aborted request before its connection attempt ends (a slow DNS answer, a connect that
+ * hangs until connectTimeoutMs): the call does not wait for that, and an answer arriving
+ * afterwards has its body dropped.
+ */
+function beforeDeadline(pending: Promise<Answer>, signal: AbortSignal): Promise<Answer> {
+  const abandon = () => pending.then((late) => dropBody(late.body), () => {});
+  if (signal.aborted) {
+    abandon();
+    return Promise.reject(signal.reason);
+  }
+  return new Promise((resolve, reject) => {
+    const abort = () => {
+      abandon();
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', abort, { once: true });
+    pending.then(
+      (answer) => {
+        signal.removeEventListener('abort', abort);
+        resolve(answer);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', abort);
+        reject(err);
+      },
+    );
+  });
 }
 
 /**

@@ -169,3 +169,22 @@ test('a header value HTTP cannot carry is invalid_request on the Keep-Alive path
   }
   assert.equal(s.connections(), 0);
 });
+
+test('the deadline holds while the connection is still being made (a slow DNS answer), on both paths', async () => {
+  const s = await server(startServer((_req, res) => res.end('late')));
+  let answered = 0;
+  const resolve = async () => {
+    await new Promise((r) => setTimeout(r, 1500));
+    answered++;
+    return [{ address: '127.0.0.1', family: 4 }];
+  };
+  const c = client({ allowlist: ['slow.test'], resolve });
+  for (const headers of [{}, { 'keep-alive': 'timeout=5' }] as Record<string, string>[]) {
+    const started = Date.now();
+    await rejectsWith(c.stream({ url: `http://slow.test:${s.port}/`, headers, timeoutMs: 200 }), 'timeout');
+    const took = Date.now() - started;
+    assert.ok(took < 1000, `gave up after ${took} ms, past its 200 ms deadline`);
+  }
+  // The connections made after the deadline serve nobody, and break nothing.
+  while (answered < 2) await new Promise((r) => setTimeout(r, 50));
+});
