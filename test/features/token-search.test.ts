@@ -272,6 +272,11 @@ describe('token listing and search', () => {
       const next = (await sdk['tokens.list']({ size: 2, start: listed.pagination.next })) as { data: Token[] };
       assert.notDeepEqual(ids(next.data), ids(listed.data));
       assert.equal(((await sdk['tokens.list'](undefined)) as { data: Token[] }).data.length, 20);
+      // The spec's cursor defaults to null: a null start, like one left undefined, is the first page.
+      for (const query of [{ size: 2, start: null }, { size: 2, start: undefined }]) {
+        assert.deepEqual(ids(((await sdk['tokens.list'](query)) as { data: Token[] }).data), ids(listed.data));
+      }
+      assert.equal(((await sdk['tokens.list']({ size: undefined })) as { data: Token[] }).data.length, 20);
       for (const [query, field] of [
         [{ size: 500 }, 'query.size'],
         [{ size: 0 }, 'query.size'],

@@ -31,12 +31,19 @@ export function createTokenSdk(
       return null;
     },
     'tokens.list': async (query) => {
-      // A copy: the validator fills in the default size.
-      const q = validListQuery(query === undefined || query === null ? {} : structuredClone(query), 'query');
+      // A copy: the validator fills in the default size. A start of null is the first page, as
+      // the spec's cursor defaults to null; a member left undefined is a member not given.
+      const q = validListQuery(query === undefined || query === null ? {} : withoutUnset(structuredClone(query)), 'query');
       const page = await tokens.listV2(principal, { id: [], type: [], size: q.size, ...(q.start !== undefined ? { start: q.start } : {}) });
       return { pagination: page.pagination, data: page.data.map(presentToken) };
     },
     tokenize: async (body) => tokens.tokenize(principal, body, presentToken),
     detokenize: async (body) => detokenize(principal, body),
   };
+}
+
+/** An object's members without those set to undefined, and without a null `start`; anything else as it is. */
+function withoutUnset(query: unknown): unknown {
+  if (query === null || typeof query !== 'object' || Array.isArray(query)) return query;
+  return Object.fromEntries(Object.entries(query).filter(([k, v]) => v !== undefined && !(k === 'start' && v === null)));
 }
