@@ -112,10 +112,7 @@ async function init(config: Config, args: string[]): Promise<number> {
     const [{ Notifier }, { createServices }] = await Promise.all([import('./db/notifications.ts'), import('./app.ts')]);
     const notifier = new Notifier(database.url, database.db, log);
     const services = createServices({ config, db: database.db, notifier, log });
-    const created = await services.tenants.initialize(name.trim()).finally(() => {
-      services.sandbox.dispose();
-      return services.outbound.close();
-    });
+    const created = await services.tenants.initialize(name.trim()).finally(() => Promise.all([services.sandbox.dispose(), services.outbound.close()]));
     if (values.json) process.stdout.write(`${JSON.stringify(created)}\n`);
     else {
       process.stdout.write(

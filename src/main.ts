@@ -88,7 +88,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
         // Running jobs finish (bounded) while the database is still open; unfinished ones are retried after their lease.
         await Promise.all([jobs?.stop(), closed, metricsListener?.close()]);
         await services!.outbound.close();
-        services!.sandbox.dispose();
+        await services!.sandbox.dispose();
         // The seals counted since the last report, while the database is still open.
         await services!.vault.close().catch((err: Error) => log.warn({ err: err.message }, 'could not report data key usage'));
         await notifier.close();
@@ -102,7 +102,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
     await app?.close().catch(() => {});
     await metricsListener?.close();
     await services?.outbound.close().catch(() => {});
-    services?.sandbox.dispose();
+    await services?.sandbox.dispose();
     await notifier.close();
     await database.close();
     throw err;

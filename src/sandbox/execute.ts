@@ -388,6 +388,11 @@ class Run {
     clearTimeout(this.#deadline);
   }
 
+  /** Ends the run now with `error`, disposing its isolate: nothing else would (a host timer it awaits, say). */
+  stop(error: SandboxFailure): void {
+    this.#fatal(error);
+  }
+
   release(): void {
     this.#control = undefined;
   }
@@ -486,7 +491,9 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
     discardPrepared(p);
     return { result: { ok: false, error: w.isolate.isDisposed ? memoryFailure(w.memoryMb) : runtimeFailure() }, console: [], healthy: false, reusable: false };
   }
+  w.stop = (error) => run.stop(error);
   const outcome = await run.done;
+  w.stop = undefined;
   run.release();
   p.port.run = undefined;
   if (outcome.reusable) p.loaded = true;

@@ -78,6 +78,8 @@ export class Sandbox {
   readonly #observer: RunObserver | undefined;
   #checker: ivm.Isolate | undefined;
   #disposed = false;
+  /** Runs and context preparations under way: dispose waits for them (bounded) to settle. */
+  readonly #inflight = new Set<Promise<unknown>>();
 
   constructor(opts: { maxWarmIsolates?: number; limits?: Partial<SandboxLimits>; onRun?: RunObserver } = {}) {
     this.#limits = mergeLimits(DEFAULT_LIMITS, opts.limits);
@@ -123,7 +125,7 @@ export class Sandbox {
 
   /** Runs the code once. Never throws: whatever the code does comes back as `ok: false`. */
   async run(r: RunRequest): Promise<RunResult> {
-    const result = await this.#timedRun(r);
+    const result = await this.#track(this.#timedRun(r));
     if (this.#observer) {
       try {
         this.#observer(r, result);
@@ -223,7 +225,7 @@ export class Sandbox {
         // an unused fresh one when compiling failed, or else a fresh one made now, while the
         // isolate would be idle anyway.
         const kept = p;
-        w.ready = kept ? Promise.resolve(kept) : prepare(w).catch(() => undefined);
+        w.ready = kept ? Promise.resolve(kept) : this.#track(prepare(w).catch(() => undefined));
         this.#pool.put(w);
       } else {
         if (p) discardPrepared(p);
@@ -232,11 +234,25 @@ export class Sandbox {
     }
   }
 
-  /** Disposes every isolate, running ones included (their runs end with a runtime failure). */
-  dispose(): void {
+  #track<T>(work: Promise<T>): Promise<T> {
+    this.#inflight.add(work);
+    const done = () => this.#inflight.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  /**
+   * Disposes every isolate, running ones included (their runs end with a runtime failure), then
+   * waits up to `waitMs` for the runs and context preparations under way to settle: isolate work
+   * still queued when the process exits can abort it (isolated-vm tears down its threads then).
+   */
+  async dispose(waitMs = 2000): Promise<void> {
     this.#disposed = true;
     this.#pool.clear();
-    for (const w of this.#busy) disposeWarmIsolate(w);
+    for (const w of this.#busy) {
+      w.stop?.(runtimeFailure('The sandbox has been shut down.'));
+      disposeWarmIsolate(w);
+    }
     this.#busy.clear();
     try {
       this.#checker?.dispose();
@@ -244,5 +260,12 @@ export class Sandbox {
       // already gone
     }
     this.#checker = undefined;
+    if (this.#inflight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled([...this.#inflight]),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs).unref())),
+    ]);
+    clearTimeout(timer);
   }
 }

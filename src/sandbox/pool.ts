@@ -7,6 +7,7 @@
  */
 import ivm from 'isolated-vm';
 import type { Prepared } from './execute.ts';
+import type { SandboxFailure } from './types.ts';
 import { RUNTIME_SOURCE } from './runtime.ts';
 
 export type WarmIsolate = {
@@ -25,6 +26,8 @@ export type WarmIsolate = {
    * Undefined if it could not be made.
    */
   ready?: Promise<Prepared | undefined>;
+  /** While a run is under way: ends it at once with this failure (the sandbox shutting down). */
+  stop?: (error: SandboxFailure) => void;
 };
 
 // V8's code cache for the runtime, made by the first isolate: later isolates skip parsing it.

@@ -358,3 +358,19 @@ describe('the overhead it saves', () => {
     }
   });
 });
+
+describe('dispose', () => {
+  it('ends the runs under way and resolves only once they have settled, so no isolate work outlives it', async () => {
+    const s = new Sandbox();
+    const running = s.run({ tenantId: 'T', cacheKey: 'dispose', code: 'module.exports = async () => { await new Promise((r) => setTimeout(r, 5000)); return 1; };', req: {} });
+    let settled = false;
+    void running.then(() => (settled = true));
+    await sleep(100);
+    const started = performance.now();
+    await s.dispose();
+    assert.equal(settled, true, 'the run had settled when dispose resolved');
+    assert.ok(performance.now() - started < 1000, 'at once: the run is ended, not waited for');
+    failed(await running, { kind: 'runtime', detail: /shut down/ });
+    failed(await s.run({ tenantId: 'T', cacheKey: 'dispose', code: 'module.exports = async () => 1;', req: {} }), { detail: /shut down/ });
+  });
+});
