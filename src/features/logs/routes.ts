@@ -8,12 +8,25 @@ import { ENTITY_TYPES, LogEvent, LogQuery } from './schema.ts';
 import type { LogService } from './service.ts';
 import type { AuditEvent } from './store.ts';
 
+/** Ids are given when an entry is written, entries are seen when their request commits. */
+const FEED_NOTE =
+  'Ordered by id, which is time-ordered (UUIDv7) and given when the entry is written. An entry becomes visible when the request that wrote it ' +
+  'commits, and one written inside a long transaction (a request under SVC-IDEMPOTENCY-KEY commits only with its reply) ' +
+  'can appear after newer ones. To follow the log as a feed, read from the newest again each time, down to a minute before the newest entry ' +
+  'you already have (start_date), and skip the ids you have.';
+
 export function registerLogRoutes(app: FastifyInstance, logs: LogService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.get('/logs', {
     config: { access: { permissions: ['log:read'] } },
-    schema: { tags: ['logs'], summary: 'List audit events, newest first', querystring: LogQuery, response: { 200: CursorPage(LogEvent), ...problems() } },
+    schema: {
+      tags: ['logs'],
+      summary: 'List audit events, newest first',
+      description: FEED_NOTE,
+      querystring: LogQuery,
+      response: { 200: CursorPage(LogEvent), ...problems() },
+    },
   }, async (request) => {
     const page = await logs.list(principalOf(request), request.query);
     return { pagination: page.pagination, data: page.data.map(toResponse) };
