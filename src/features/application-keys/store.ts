@@ -1,4 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
+import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
 import type { AccessRule } from '../../access/rules.ts';
 import type { ApplicationType } from '../../access/permissions.ts';
 
@@ -35,14 +36,16 @@ export async function listKeys(
   applicationId: string,
   p: { limit: number; offset: number },
 ): Promise<{ rows: ApplicationKey[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db.query<ApplicationKey>(
-      `SELECT ${COLUMNS} FROM application_keys WHERE tenant_id = $1 AND application_id = $2 ORDER BY created_at, id LIMIT $3 OFFSET $4`,
-      [tenantId, applicationId, p.limit, p.offset],
-    ),
-    db.one<{ n: number }>(`SELECT count(*) AS n FROM application_keys WHERE tenant_id = $1 AND application_id = $2`, [tenantId, applicationId]),
-  ]);
-  return { rows, total: count!.n };
+  // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
+  const answer = await db.query<WithTotal<ApplicationKey>>(
+    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM application_keys WHERE tenant_id = $1 AND application_id = $2) c
+     LEFT JOIN LATERAL (
+       SELECT ${COLUMNS} FROM application_keys WHERE tenant_id = $1 AND application_id = $2 ORDER BY created_at, id LIMIT $3 OFFSET $4
+     ) p ON true
+     ORDER BY p.created_at, p.id`,
+    [tenantId, applicationId, p.limit, p.offset],
+  );
+  return pageAndTotal(answer);
 }
 
 export async function findKey(db: Database, tenantId: string, applicationId: string, id: string): Promise<ApplicationKey | undefined> {

@@ -1,4 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
+import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
 import type { AccessRule } from '../../access/rules.ts';
 import type { ApplicationType } from '../../access/permissions.ts';
 
@@ -45,11 +46,14 @@ export async function listApplications(
   f: { ids: string[]; limit: number; offset: number },
 ): Promise<{ rows: Application[]; total: number }> {
   const filter = `tenant_id = $1 AND ${LIVE} AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))`;
-  const [rows, count] = await Promise.all([
-    db.query<Application>(`SELECT ${COLUMNS} FROM applications WHERE ${filter} ORDER BY created_at, id LIMIT $3 OFFSET $4`, [tenantId, f.ids, f.limit, f.offset]),
-    db.one<{ n: number }>(`SELECT count(*) AS n FROM applications WHERE ${filter}`, [tenantId, f.ids]),
-  ]);
-  return { rows, total: count!.n };
+  // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
+  const answer = await db.query<WithTotal<Application>>(
+    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM applications WHERE ${filter}) c
+     LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM applications WHERE ${filter} ORDER BY created_at, id LIMIT $3 OFFSET $4) p ON true
+     ORDER BY p.created_at, p.id`,
+    [tenantId, f.ids, f.limit, f.offset],
+  );
+  return pageAndTotal(answer);
 }
 
 export async function updateApplication(

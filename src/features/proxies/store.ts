@@ -1,4 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
+import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
 
 export type RequestTransform = { code: string };
 export type ResponseTransform =
@@ -64,11 +65,14 @@ export async function listProxies(
 ): Promise<{ rows: ProxyRow[]; total: number }> {
   const where = `tenant_id = $1 AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[])) AND ($3::text IS NULL OR name ILIKE $3 ESCAPE '\\')`;
   const params = [tenantId, f.ids, f.namePattern ?? null];
-  const [rows, count] = await Promise.all([
-    db.query<ProxyRow>(`SELECT ${COLUMNS} FROM proxies WHERE ${where} ORDER BY created_at, id LIMIT $4 OFFSET $5`, [...params, f.limit, f.offset]),
-    db.one<{ n: number }>(`SELECT count(*) AS n FROM proxies WHERE ${where}`, params),
-  ]);
-  return { rows, total: count!.n };
+  // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
+  const answer = await db.query<WithTotal<ProxyRow>>(
+    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM proxies WHERE ${where}) c
+     LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM proxies WHERE ${where} ORDER BY created_at, id LIMIT $4 OFFSET $5) p ON true
+     ORDER BY p.created_at, p.id`,
+    [...params, f.limit, f.offset],
+  );
+  return pageAndTotal(answer);
 }
 
 export async function updateProxy(

@@ -1,4 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
+import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
 import type { Statement } from '../../db/group-commit.ts';
 import { ALL_EVENTS } from './schema.ts';
 
@@ -75,11 +76,14 @@ export async function findWebhookWithSecret(db: Database, tenantId: string, id: 
 }
 
 export async function listWebhooks(db: Database, tenantId: string, f: { limit: number; offset: number }): Promise<{ rows: Webhook[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db.query<Webhook>(`SELECT ${COLUMNS} FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, [tenantId, f.limit, f.offset]),
-    db.one<{ n: number }>(`SELECT count(*) AS n FROM webhooks WHERE tenant_id = $1`, [tenantId]),
-  ]);
-  return { rows, total: count!.n };
+  // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
+  const answer = await db.query<WithTotal<Webhook>>(
+    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM webhooks WHERE tenant_id = $1) c
+     LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3) p ON true
+     ORDER BY p.created_at, p.id`,
+    [tenantId, f.limit, f.offset],
+  );
+  return pageAndTotal(answer);
 }
 
 export async function updateWebhook(
@@ -136,14 +140,16 @@ export async function listDeliveries(
   webhookId: string,
   f: { limit: number; offset: number },
 ): Promise<{ rows: WebhookDelivery[]; total: number }> {
-  const [rows, count] = await Promise.all([
-    db.query<WebhookDelivery>(
-      `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 ORDER BY id DESC LIMIT $3 OFFSET $4`,
-      [tenantId, webhookId, f.limit, f.offset],
-    ),
-    db.one<{ n: number }>(`SELECT count(*) AS n FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2`, [tenantId, webhookId]),
-  ]);
-  return { rows, total: count!.n };
+  // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
+  const answer = await db.query<WithTotal<WebhookDelivery>>(
+    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2) c
+     LEFT JOIN LATERAL (
+       SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 ORDER BY id DESC LIMIT $3 OFFSET $4
+     ) p ON true
+     ORDER BY p.id DESC`,
+    [tenantId, webhookId, f.limit, f.offset],
+  );
+  return pageAndTotal(answer);
 }
 
 /** Retention across tenants, in batches; conditional, so any number of processes may sweep at once. */
