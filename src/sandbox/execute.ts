@@ -56,6 +56,14 @@ export type Outcome = {
   retry?: true;
 };
 
+/**
+ * The first `n` code units of `s`, as a string of its own: V8's slice of a long string keeps the
+ * whole string alive, and what the isolate sent may be far longer than what the run keeps.
+ */
+function cutCopy(s: string, n: number): string {
+  return s.length > n ? Buffer.from(s.slice(0, n), 'utf16le').toString('utf16le') : s;
+}
+
 type Settled = { ok: true; valueJson: string | undefined } | { ok: false; error: SandboxFailure };
 
 /** Statuses user code may end a run with (besides those the host itself handed to it). */
@@ -133,7 +141,7 @@ class Run {
     switch (op) {
       case 'log':
         if (typeof a === 'string' && this.console.length <= this.#limits.maxConsoleLines) {
-          this.console.push(a.length > MAX_LOG_LINE ? a.slice(0, MAX_LOG_LINE) : a);
+          this.console.push(a.length > MAX_LOG_LINE ? cutCopy(a, MAX_LOG_LINE) : a);
         }
         return;
       // Once the function has settled, the run's outcome is decided: work it asks for
@@ -293,7 +301,7 @@ class Run {
       // that escaped the function wrapper. Node would crash; the run fails.
       const name = err instanceof Error && err.name !== 'Error' ? err.name : '';
       const detail = name && message ? `${name}: ${message}` : name || message || 'The code threw an error.';
-      this.#settled = { ok: false, error: failure(422, 'user_error', detail.slice(0, 2001)) };
+      this.#settled = { ok: false, error: failure(422, 'user_error', cutCopy(detail, 2001)) };
     }
   }
 

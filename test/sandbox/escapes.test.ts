@@ -5,6 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Sandbox, type SdkHost } from '../../src/sandbox/index.ts';
 import { failed, runner, value, type Expected } from './helpers.ts';
 
@@ -217,5 +219,24 @@ describe('isolation between runs and tenants', () => {
     failed(await sb.run({ tenantId: 'T', cacheKey: 'k', code: 'module.exports = async () => 1;', req: cyclic }), { status: 500, kind: 'runtime' });
     failed(await sb.run({ tenantId: '', cacheKey: 'k', code: 'module.exports = async () => 1;', req: {} }), { kind: 'runtime' });
     failed(await sb.run({ tenantId: 'T', cacheKey: 'k', code: 42 as unknown as string, req: {} }), { status: 400, kind: 'invalid_code' });
+  });
+});
+
+describe('what the host holds of a run', () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+
+  it('console lines indented by a million group() calls stay 8 KiB each in the host, not megabytes', async () => {
+    const code = "module.exports = async () => { for (let i = 0; i < 1e6; i++) console.group(); for (let i = 0; i < 300; i++) console.log('x'); return 1; };";
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const r = await run(code, { limits: { timeoutMs: 20_000 } });
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    assert.equal(value(r), 1);
+    assert.equal(r.console.length, 201);
+    assert.ok(r.console.every((line) => line.length <= 8193));
+    // 201 lines of 8 KiB are under 4 MB; each line used to keep the 2 MB string it was cut from.
+    assert.ok(held < 64 * 1024 * 1024, `the host holds ${Math.round(held / 1e6)} MB for one run's console`);
   });
 });

@@ -198,7 +198,10 @@ function emit(prefix, args) {
   } catch {
     line = '[unprintable]'; // built-ins the code tampered with; the line is still counted and sent
   }
-  send('log', groupIndent + prefix + line);
+  // The group indentation grows with every group() call: the whole line, indentation
+  // included, is cut, so no line the host receives is longer than MAX_LINE and a mark.
+  const full = apply($slice, groupIndent, [0, MAX_LINE + 1]) + prefix + line;
+  send('log', full.length > MAX_LINE + 1 ? apply($slice, full, [0, MAX_LINE]) + '…' : full);
 }
 
 function label(l) {
