@@ -240,3 +240,49 @@ describe('what the host holds of a run', () => {
     assert.ok(held < 64 * 1024 * 1024, `the host holds ${Math.round(held / 1e6)} MB for one run's console`);
   });
 });
+
+describe('CryptoKey state under replaced prototypes', () => {
+  it("a non-extractable key's bytes reach no replaced method or getter, and its usages hold", async () => {
+    const code = `module.exports = async () => {
+      const subtle = crypto.subtle;
+      const key = await subtle.generateKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+      const TA = Object.getPrototypeOf(Uint8Array.prototype);
+      const seen = [];
+      const keep = (x) => { seen[seen.length] = x; };
+      const saved = { push: Array.prototype.push, join: Array.prototype.join, includes: Array.prototype.includes, from: Array.from, slice: Uint8Array.prototype.slice, length: Object.getOwnPropertyDescriptor(TA, 'length'), ctor: Object.getOwnPropertyDescriptor(Uint8Array.prototype, 'constructor') };
+      Array.prototype.push = function (...a) { keep(this); for (const x of a) keep(x); return saved.push.apply(this, a); };
+      Array.prototype.join = function (s) { const r = saved.join.call(this, s); keep(r); return r; };
+      Array.prototype.includes = function (v) { keep(this); return v === 'sign' ? true : saved.includes.call(this, v); };
+      Array.from = function (...a) { keep(a[0]); return saved.from.apply(this, a); };
+      Uint8Array.prototype.slice = function (...a) { keep(this); return saved.slice.apply(this, a); };
+      Object.defineProperty(TA, 'length', { get() { keep(this); return saved.length.get.call(this); }, configurable: true });
+      Object.defineProperty(Uint8Array.prototype, 'constructor', { get() { keep(this); return Uint8Array; }, configurable: true });
+      const data = new Uint8Array([1, 2, 3]);
+      let signedWithVerifyKey = false;
+      try { await subtle.sign('HMAC', key, data); signedWithVerifyKey = true; } catch {}
+      const copy = structuredClone(key);
+      const mac = await subtle.sign('HMAC', await subtle.generateKey({ name: 'HMAC', hash: 'SHA-256' }, false, ['sign']), data);
+      await subtle.verify('HMAC', copy, new Uint8Array(32), data);
+      Object.defineProperty(TA, 'length', saved.length);
+      Object.defineProperty(Uint8Array.prototype, 'constructor', saved.ctor);
+      Object.assign(Array.prototype, { push: saved.push, join: saved.join, includes: saved.includes });
+      Array.from = saved.from;
+      Uint8Array.prototype.slice = saved.slice;
+      // Any byte array or base64 text seen may be a key: each is tried against a known signature.
+      let candidates = 0;
+      for (const x of seen) {
+        let bytes;
+        if (x instanceof Uint8Array && x.length > 0) bytes = x;
+        else if (typeof x === 'string' && x.length >= 40) { try { bytes = Uint8Array.from(atob(x), (c) => c.charCodeAt(0)); } catch {} }
+        if (!bytes) continue;
+        candidates++;
+        const k = await subtle.importKey('raw', bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+        if (await subtle.verify('HMAC', k, mac, data)) return 'LEAKED the key that signed';
+        if (await subtle.verify('HMAC', key, await subtle.sign('HMAC', await subtle.importKey('raw', bytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']), data), data)) return 'LEAKED the verify key';
+      }
+      if (candidates === 0) return 'nothing was seen: the hooks did not run';
+      return { signedWithVerifyKey, usages: key.usages };
+    };`;
+    assert.deepEqual(value(await run(code, { limits: { timeoutMs: 10_000 } })), { signedWithVerifyKey: false, usages: ['verify'] });
+  });
+});

@@ -34,10 +34,54 @@ class CryptoKey {
   }
 }
 
+/**
+ * The first `n` bytes of a Uint8Array the runtime holds, as a new one. Key bytes only ever pass
+ * through the engine's own length getter and element reads: a method or getter code replaced on
+ * a prototype (slice, length, constructor, Symbol.species) never sees them, or the array.
+ */
+function copyKeyBytes(src, n = apply(brand.typedArrayLength, src, [])) {
+  const out = new $Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = src[i];
+  return out;
+}
+
+const B64_DIGITS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/** Key bytes as base64, built without any method code can replace (see copyKeyBytes). */
+function keyToBase64(bytes) {
+  const n = apply(brand.typedArrayLength, bytes, []);
+  let out = '';
+  let i = 0;
+  for (; i + 2 < n; i += 3) {
+    const v = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out += B64_DIGITS[v >> 18] + B64_DIGITS[(v >> 12) & 63] + B64_DIGITS[(v >> 6) & 63] + B64_DIGITS[v & 63];
+  }
+  if (i < n) {
+    const v = (bytes[i] << 16) | (i + 1 < n ? bytes[i + 1] << 8 : 0);
+    out += B64_DIGITS[v >> 18] + B64_DIGITS[(v >> 12) & 63] + (i + 1 < n ? B64_DIGITS[(v >> 6) & 63] : '=') + '=';
+  }
+  return out;
+}
+
+/** Whether the key's own usages hold `usage`, without Array.prototype.includes. */
+function keyAllows(rec, usage) {
+  const usages = rec.usages;
+  for (let i = 0; i < usages.length; i++) if (usages[i] === usage) return true;
+  return false;
+}
+
+/** A new array of the list's strings, made with no method or setter code can replace. */
+function copyUsages(list) {
+  const out = [];
+  for (let i = 0; i < list.length; i++) setOwn(out, i, $String(list[i]));
+  return out;
+}
+
 /** An HMAC key of `length` bits: the bits past it in the last byte are zero, as the key is "the first length bits". */
 function mintHmacKey(data, hash, length, extractable, usages) {
-  const bytes = data.slice(0, (length + 7) >> 3);
-  if (length % 8) bytes[bytes.length - 1] &= 0xff << (8 - (length % 8));
+  const size = (length + 7) >> 3;
+  const bytes = copyKeyBytes(data, size);
+  if (length % 8) bytes[size - 1] &= 0xff << (8 - (length % 8));
   mintingKey = true;
   let key;
   try {
@@ -51,9 +95,9 @@ function mintHmacKey(data, hash, length, extractable, usages) {
     hash,
     length,
     extractable,
-    usages,
+    usages: copyUsages(usages),
     algorithm: { name: 'HMAC', length, hash: { name: hash } },
-    usagesList: Array.from(usages),
+    usagesList: copyUsages(usages),
   });
   return key;
 }

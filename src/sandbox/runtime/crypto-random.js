@@ -37,7 +37,9 @@ const rngState = (() => {
   return {
     fill(out) {
       if (!keyed) key();
-      for (let i = 0; i < out.length; i++) {
+      // The engine's own length: a replaced getter would be handed the array a key is made in.
+      const n = apply(brand.typedArrayLength, out, []);
+      for (let i = 0; i < n; i++) {
         if (used === 64) refill();
         out[i] = block[used];
         block[used++] = 0;

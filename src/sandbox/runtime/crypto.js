@@ -12,8 +12,6 @@ function toArrayBuffer(b64) {
   return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
 }
 
-const base64url = (bytes) => bytesToBase64(bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-
 let mintingCrypto = false;
 let subtle;
 
@@ -25,7 +23,7 @@ function checkSubtle(self) {
 function signingKey(normalized, key, usage) {
   const rec = keyRecord(key);
   if (normalized.name !== 'HMAC') throw new DOMException(`The key is an HMAC key, not a ${normalized.name} key.`, 'InvalidAccessError');
-  if (!rec.usages.includes(usage)) throw new DOMException(`The key does not allow "${usage}".`, 'InvalidAccessError');
+  if (!keyAllows(rec, usage)) throw new DOMException(`The key does not allow "${usage}".`, 'InvalidAccessError');
   return rec;
 }
 
@@ -117,8 +115,8 @@ class SubtleCrypto {
     format = toKeyFormat(format);
     const rec = keyRecord(key);
     if (!rec.extractable) throw new DOMException('The key is not extractable.', 'InvalidAccessError');
-    if (format === 'raw') return rec.bytes.slice().buffer;
-    if (format === 'jwk') return { kty: 'oct', k: base64url(rec.bytes), alg: HASH_JWK_ALG[rec.hash], key_ops: Array.from(rec.usages), ext: rec.extractable };
+    if (format === 'raw') return copyKeyBytes(rec.bytes).buffer;
+    if (format === 'jwk') return { kty: 'oct', k: keyToBase64(rec.bytes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, ''), alg: HASH_JWK_ALG[rec.hash], key_ops: copyUsages(rec.usages), ext: rec.extractable };
     throw notSupported(`The "${format}" key format for HMAC`);
   }
   async sign(algorithm, key, data) {
@@ -127,7 +125,7 @@ class SubtleCrypto {
     keyRecord(key);
     const bytes = bufferSourceCopy(data, 'The data');
     const rec = signingKey(normalizeAlgorithm('sign', algorithm), key, 'sign');
-    return toArrayBuffer(await cryptoCall({ __proto__: null, op: 'hmac', alg: rec.hash, key: bytesToBase64(rec.bytes), data: bytesToBase64(bytes) }));
+    return toArrayBuffer(await cryptoCall({ __proto__: null, op: 'hmac', alg: rec.hash, key: keyToBase64(rec.bytes), data: bytesToBase64(bytes) }));
   }
   async verify(algorithm, key, signature, data) {
     checkSubtle(this);
@@ -136,7 +134,7 @@ class SubtleCrypto {
     const sig = bufferSourceCopy(signature, 'The signature');
     const bytes = bufferSourceCopy(data, 'The data');
     const rec = signingKey(normalizeAlgorithm('verify', algorithm), key, 'verify');
-    const body = { __proto__: null, op: 'verify', alg: rec.hash, key: bytesToBase64(rec.bytes), data: bytesToBase64(bytes), signature: bytesToBase64(sig) };
+    const body = { __proto__: null, op: 'verify', alg: rec.hash, key: keyToBase64(rec.bytes), data: bytesToBase64(bytes), signature: bytesToBase64(sig) };
     return (await cryptoCall(body)) === true;
   }
   async encrypt() {
