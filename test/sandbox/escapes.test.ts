@@ -286,3 +286,23 @@ describe('CryptoKey state under replaced prototypes', () => {
     assert.deepEqual(value(await run(code, { limits: { timeoutMs: 10_000 } })), { signedWithVerifyKey: false, usages: ['verify'] });
   });
 });
+
+describe('memory outside the isolate’s limit', () => {
+  it('resizable ArrayBuffers, whose memory the limit never counted, cannot be made', async () => {
+    // 16 buffers of 64 MB in a 32 MB isolate used to succeed, holding 1 GB of the host's memory.
+    const code = `module.exports = async () => {
+      const keep = [];
+      for (let i = 0; i < 16; i++) { const b = new ArrayBuffer(0, { maxByteLength: 64 * 1024 * 1024 }); b.resize(64 * 1024 * 1024); keep.push(b); }
+      return keep.length;
+    };`;
+    failed(await run(code, { limits: { memoryMb: 32, timeoutMs: 10_000 } }), { status: 422, kind: 'user_error', detail: /RangeError: Resizable ArrayBuffers are not available/ });
+    const fixed = `module.exports = async () => {
+      class Mine extends ArrayBuffer {}
+      const b = new ArrayBuffer(4, {});
+      const m = new Mine(3);
+      return [b.byteLength, b.resizable, b instanceof ArrayBuffer, b.constructor === ArrayBuffer, m instanceof Mine, m.byteLength, b.slice(1).byteLength,
+        ArrayBuffer.isView(new Uint8Array(1)), ArrayBuffer.name, ArrayBuffer.length, new Uint8Array(2).buffer.constructor === ArrayBuffer, structuredClone(b).byteLength];
+    };`;
+    assert.deepEqual(value(await run(fixed)), [4, false, true, true, true, 3, 3, true, 'ArrayBuffer', 1, true, 4]);
+  });
+});

@@ -28,6 +28,7 @@ let reqJson = '{}';
 let sdkMethods = null;
 let randomSeed = null;
 const apply = Reflect.apply;
+const $construct = Reflect.construct;
 const { create, defineProperty, freeze, getOwnPropertyNames, getOwnPropertyDescriptor, getPrototypeOf, hasOwn, keys } = Object;
 const $JSON = JSON;
 const jsonParse = JSON.parse;
@@ -184,6 +185,29 @@ delete G.WebAssembly;
 delete G.SharedArrayBuffer;
 delete G.Atomics;
 delete G.console;
+
+/**
+ * ArrayBuffer without resizable buffers: V8 reserves and commits a resizable buffer's memory
+ * itself, past the allocator through which the isolate's memory limit counts every other
+ * buffer, so a few `new ArrayBuffer(n, { maxByteLength })` could fill the host's memory (or
+ * its address space). The option is refused; everything else is the engine's ArrayBuffer, whose
+ * prototype instances keep. The engine's own constructor stays out of reach of user code.
+ */
+const SafeArrayBuffer = {
+  ArrayBuffer: function (length, options) {
+    if (new.target === undefined) throw new $TypeError("Constructor ArrayBuffer requires 'new'");
+    if (options !== null && (typeof options === 'object' || typeof options === 'function') && options.maxByteLength !== undefined) {
+      throw new $RangeError('Resizable ArrayBuffers are not available here: maxByteLength cannot be given.');
+    }
+    return $construct($ArrayBuffer, [length], new.target);
+  },
+}.ArrayBuffer;
+defineProperty(SafeArrayBuffer, 'length', { __proto__: null, value: 1, configurable: true });
+defineProperty(SafeArrayBuffer, 'prototype', { __proto__: null, value: $ArrayBuffer.prototype, writable: false, enumerable: false, configurable: false });
+defineProperty(SafeArrayBuffer, 'isView', { __proto__: null, value: isView, writable: true, enumerable: false, configurable: true });
+defineProperty(SafeArrayBuffer, Symbol.species, { __proto__: null, get: getOwnPropertyDescriptor($ArrayBuffer, Symbol.species).get, enumerable: false, configurable: true });
+defineProperty($ArrayBuffer.prototype, 'constructor', { __proto__: null, value: SafeArrayBuffer, writable: true, enumerable: false, configurable: true });
+defineGlobal('ArrayBuffer', SafeArrayBuffer);
 
 /** A user-facing string for any thrown value, never running more than a getter or two. */
 function describe(value) {
