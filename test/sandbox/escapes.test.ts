@@ -306,3 +306,47 @@ describe('memory outside the isolate’s limit', () => {
     assert.deepEqual(value(await run(fixed)), [4, false, true, true, true, 3, 3, true, 'ArrayBuffer', 1, true, 4]);
   });
 });
+
+describe('code running outside a run', () => {
+  it('a FinalizationRegistry callback never runs while the isolate waits between runs, where no time limit covers it', async () => {
+    // Its callback used to run from V8's own task once the run was over: one that loops forever
+    // kept a host CPU busy for good. Here it only records that it ran.
+    const code = `let n = 0; module.exports = async () => {
+      n++;
+      if (n === 1) {
+        globalThis.registry = new FinalizationRegistry(() => { globalThis.cleanedUp = true; });
+        let target = { data: new Array(1000).fill(1) };
+        globalThis.ref = new WeakRef(target);
+        registry.register(target, 'held');
+        target = null;
+        await new Promise((r) => setTimeout(r, 1));
+        let junk = []; for (let i = 0; i < 2000; i++) { junk.push(new Array(10000).fill(i)); if (junk.length > 50) junk = []; }
+        return 'registered';
+      }
+      return { collected: globalThis.ref.deref() === undefined, cleanedUp: globalThis.cleanedUp === true };
+    };`;
+    const s = new Sandbox();
+    try {
+      const go = () => s.run({ tenantId: 'F', cacheKey: 'F:fr', code, req: {}, limits: { timeoutMs: 5000 } });
+      assert.equal(value(await go()), 'registered');
+      await new Promise((r) => setTimeout(r, 300));
+      assert.deepEqual(value(await go()), { collected: true, cleanedUp: false });
+    } finally {
+      await s.dispose();
+    }
+  });
+
+  it('a FinalizationRegistry still works as a constructor during a run', async () => {
+    const code = `module.exports = async () => {
+      class Mine extends FinalizationRegistry {}
+      const r = new Mine(() => {});
+      const token = {};
+      r.register({}, 1, token);
+      let threw = '';
+      try { FinalizationRegistry(() => {}); } catch (e) { threw = e.name; }
+      try { new FinalizationRegistry(1); } catch (e) { threw += ' ' + e.name; }
+      return [r instanceof Mine, r instanceof FinalizationRegistry, r.unregister(token), r.constructor === Mine, FinalizationRegistry.prototype.constructor === FinalizationRegistry, FinalizationRegistry.length, threw];
+    };`;
+    assert.deepEqual(value(await run(code)), [true, true, true, true, true, 1, 'TypeError TypeError']);
+  });
+});

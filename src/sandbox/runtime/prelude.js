@@ -209,6 +209,28 @@ defineProperty(SafeArrayBuffer, Symbol.species, { __proto__: null, get: getOwnPr
 defineProperty($ArrayBuffer.prototype, 'constructor', { __proto__: null, value: SafeArrayBuffer, writable: true, enumerable: false, configurable: true });
 defineGlobal('ArrayBuffer', SafeArrayBuffer);
 
+/**
+ * FinalizationRegistry whose cleanup callbacks run only during a run. V8 calls them from a task
+ * of its own, which no time limit covers: one looping forever while the isolate waited in the
+ * pool kept a CPU busy until the process ended. Outside a run (and once its function settled)
+ * they are skipped, which the standard allows (a callback is never guaranteed to be called).
+ */
+const $FinalizationRegistry = FinalizationRegistry;
+const SafeFinalizationRegistry = {
+  FinalizationRegistry: function (cleanup) {
+    if (new.target === undefined) throw new $TypeError("Constructor FinalizationRegistry requires 'new'");
+    if (typeof cleanup !== 'function') throw new $TypeError('FinalizationRegistry: cleanup must be callable');
+    const gated = (held) => {
+      if (armed && !finished) apply(cleanup, undefined, [held]);
+    };
+    return $construct($FinalizationRegistry, [gated], new.target);
+  },
+}.FinalizationRegistry;
+defineProperty(SafeFinalizationRegistry, 'length', { __proto__: null, value: 1, configurable: true });
+defineProperty(SafeFinalizationRegistry, 'prototype', { __proto__: null, value: $FinalizationRegistry.prototype, writable: false, enumerable: false, configurable: false });
+defineProperty($FinalizationRegistry.prototype, 'constructor', { __proto__: null, value: SafeFinalizationRegistry, writable: true, enumerable: false, configurable: true });
+defineGlobal('FinalizationRegistry', SafeFinalizationRegistry);
+
 /** A user-facing string for any thrown value, never running more than a getter or two. */
 function describe(value) {
   try {
