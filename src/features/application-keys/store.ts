@@ -1,5 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
-import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
+import { offsetPage } from '../../db/offset-page.ts';
 import type { AccessRule } from '../../access/rules.ts';
 import type { ApplicationType } from '../../access/permissions.ts';
 
@@ -37,15 +37,9 @@ export async function listKeys(
   p: { limit: number; offset: number },
 ): Promise<{ rows: ApplicationKey[]; total: number }> {
   // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
-  const answer = await db.query<WithTotal<ApplicationKey>>(
-    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM application_keys WHERE tenant_id = $1 AND application_id = $2) c
-     LEFT JOIN LATERAL (
-       SELECT ${COLUMNS} FROM application_keys WHERE tenant_id = $1 AND application_id = $2 ORDER BY created_at, id LIMIT $3 OFFSET $4
-     ) p ON true
-     ORDER BY p.created_at, p.id`,
-    [tenantId, applicationId, p.limit, p.offset],
-  );
-  return pageAndTotal(answer);
+  return offsetPage<ApplicationKey>(db, {
+    table: 'application_keys', columns: COLUMNS, where: 'tenant_id = $1 AND application_id = $2', params: [tenantId, applicationId], orderBy: ['created_at', 'id'], ...p,
+  });
 }
 
 export async function findKey(db: Database, tenantId: string, applicationId: string, id: string): Promise<ApplicationKey | undefined> {

@@ -1,5 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
-import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
+import { offsetPage } from '../../db/offset-page.ts';
 import type { AccessRule } from '../../access/rules.ts';
 import type { ApplicationType } from '../../access/permissions.ts';
 
@@ -47,13 +47,7 @@ export async function listApplications(
 ): Promise<{ rows: Application[]; total: number }> {
   const filter = `tenant_id = $1 AND ${LIVE} AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[]))`;
   // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
-  const answer = await db.query<WithTotal<Application>>(
-    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM applications WHERE ${filter}) c
-     LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM applications WHERE ${filter} ORDER BY created_at, id LIMIT $3 OFFSET $4) p ON true
-     ORDER BY p.created_at, p.id`,
-    [tenantId, f.ids, f.limit, f.offset],
-  );
-  return pageAndTotal(answer);
+  return offsetPage<Application>(db, { table: 'applications', columns: COLUMNS, where: filter, params: [tenantId, f.ids], orderBy: ['created_at', 'id'], limit: f.limit, offset: f.offset });
 }
 
 export async function updateApplication(

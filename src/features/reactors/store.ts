@@ -1,5 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
-import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
+import { offsetPage } from '../../db/offset-page.ts';
 import type { Statement } from '../../db/group-commit.ts';
 
 /** A reactor as stored: its configuration sealed under the tenant's data key. */
@@ -47,15 +47,8 @@ export async function listReactors(
   f: { ids: string[]; namePattern?: string; limit: number; offset: number },
 ): Promise<{ rows: ReactorRow[]; total: number }> {
   const where = `tenant_id = $1 AND (cardinality($2::uuid[]) = 0 OR id = ANY($2::uuid[])) AND ($3::text IS NULL OR name ILIKE $3)`;
-  const params = [tenantId, f.ids, f.namePattern ?? null];
   // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
-  const answer = await db.query<WithTotal<ReactorRow>>(
-    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM reactors WHERE ${where}) c
-     LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM reactors WHERE ${where} ORDER BY created_at, id LIMIT $4 OFFSET $5) p ON true
-     ORDER BY p.created_at, p.id`,
-    [...params, f.limit, f.offset],
-  );
-  return pageAndTotal(answer);
+  return offsetPage<ReactorRow>(db, { table: 'reactors', columns: COLUMNS, where, params: [tenantId, f.ids, f.namePattern ?? null], orderBy: ['created_at', 'id'], limit: f.limit, offset: f.offset });
 }
 
 export async function updateReactor(

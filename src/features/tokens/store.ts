@@ -1,7 +1,7 @@
 import type { TokenReach } from '../../access/evaluate.ts';
 import type { Database, Tx } from '../../db/database.ts';
 import type { Statement } from '../../db/group-commit.ts';
-import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
+import { offsetPage } from '../../db/offset-page.ts';
 
 export type TokenRow = {
   tenant_id: string;
@@ -151,15 +151,8 @@ function where(tenantId: string, f: TokenFilter): { sql: string; params: unknown
 
 export async function listTokens(db: Database, tenantId: string, f: TokenFilter, page: { limit: number; offset: number }): Promise<{ rows: TokenRow[]; total: number }> {
   const w = where(tenantId, f);
-  const n = w.params.length;
   // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
-  const answer = await db.query<WithTotal<TokenRow>>(
-    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM tokens WHERE ${w.sql}) c
-     LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM tokens WHERE ${w.sql} ORDER BY created_at, id LIMIT $${n + 1} OFFSET $${n + 2}) p ON true
-     ORDER BY p.created_at, p.id`,
-    [...w.params, page.limit, page.offset],
-  );
-  return pageAndTotal(answer);
+  return offsetPage<TokenRow>(db, { table: 'tokens', columns: COLUMNS, where: w.sql, params: w.params, orderBy: ['created_at', 'id'], ...page });
 }
 
 /** Cursor listing in (created_at, id) order; `after` is the position the previous page ended on. */

@@ -1,5 +1,5 @@
 import type { Database, Tx } from '../../db/database.ts';
-import { pageAndTotal, type WithTotal } from '../../db/offset-page.ts';
+import { offsetPage } from '../../db/offset-page.ts';
 import type { Statement } from '../../db/group-commit.ts';
 import { ALL_EVENTS } from './schema.ts';
 
@@ -77,13 +77,7 @@ export async function findWebhookWithSecret(db: Database, tenantId: string, id: 
 
 export async function listWebhooks(db: Database, tenantId: string, f: { limit: number; offset: number }): Promise<{ rows: Webhook[]; total: number }> {
   // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
-  const answer = await db.query<WithTotal<Webhook>>(
-    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM webhooks WHERE tenant_id = $1) c
-     LEFT JOIN LATERAL (SELECT ${COLUMNS} FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3) p ON true
-     ORDER BY p.created_at, p.id`,
-    [tenantId, f.limit, f.offset],
-  );
-  return pageAndTotal(answer);
+  return offsetPage<Webhook>(db, { table: 'webhooks', columns: COLUMNS, where: 'tenant_id = $1', params: [tenantId], orderBy: ['created_at', 'id'], ...f });
 }
 
 export async function updateWebhook(
@@ -141,15 +135,9 @@ export async function listDeliveries(
   f: { limit: number; offset: number },
 ): Promise<{ rows: WebhookDelivery[]; total: number }> {
   // The count and the page in one statement, so one snapshot: see src/db/offset-page.ts.
-  const answer = await db.query<WithTotal<WebhookDelivery>>(
-    `SELECT p.*, c.total_items FROM (SELECT count(*) AS total_items FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2) c
-     LEFT JOIN LATERAL (
-       SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE tenant_id = $1 AND webhook_id = $2 ORDER BY id DESC LIMIT $3 OFFSET $4
-     ) p ON true
-     ORDER BY p.id DESC`,
-    [tenantId, webhookId, f.limit, f.offset],
-  );
-  return pageAndTotal(answer);
+  return offsetPage<WebhookDelivery>(db, {
+    table: 'webhook_deliveries', columns: DELIVERY_COLUMNS, where: 'tenant_id = $1 AND webhook_id = $2', params: [tenantId, webhookId], orderBy: ['id DESC'], ...f,
+  });
 }
 
 /** Retention across tenants, in batches; conditional, so any number of processes may sweep at once. */
