@@ -68,8 +68,10 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
           throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (its transform redacts it).`);
         }
       }
+      // The whole-token form is built only when some expression asks for it (`{{ token: <id> }}`).
+      const wholeTokens = refs.some((r) => r.form !== 'data');
       const scope = {
-        tokens: new Map([...views].map(([id, v]) => [id, { data: v.data, token: toDetokenizedToken(v) }])),
+        tokens: new Map([...views].map(([id, v]) => [id, { data: v.data, token: wholeTokens ? toDetokenizedToken(v) : undefined }])),
         hmacKey: await vault.expressionKeys(principal.tenantId),
         // Shared by every string of the request: its expressions together may add MAX_GROWTH characters.
         growth: { left: MAX_GROWTH },
