@@ -612,6 +612,31 @@ describe('proxy invocation', () => {
       assert.equal(dest.at('/badvalue-out').length, 0);
     });
 
+    it('a request transform\'s Connection and Keep-Alive follow the rules of SVC-PROXY-CONNECTION and SVC-PROXY-KEEP-ALIVE', async () => {
+      const setting = (connection: string, keepAlive: string) =>
+        `module.exports = async (req) => ({ headers: { ...req.args.headers, connection: ${JSON.stringify(connection)}, 'keep-alive': ${JSON.stringify(keepAlive)} } });`;
+      const good = await proxy({ request_transform: { code: setting(' Close ', 'timeout=7') } }, '/tx-conn');
+      const res = await invoke(good.key, 'POST', '', { body: {} });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.headers.connection, 'close');
+      assert.equal(res.body.headers['keep-alive'], 'timeout=7');
+      for (const [connection, keepAlive, problem] of [
+        ['upgrade', 'timeout=7', /invalid connection header/],
+        ['keep-alive', 'timeout=5;max=1', /invalid keep-alive header/],
+        ['close', '=5', /invalid keep-alive header/],
+      ] as const) {
+        const bad = await proxy({ request_transform: { code: setting(connection, keepAlive) } }, '/tx-conn-bad');
+        assertProxyError(await invoke(bad.key, 'POST', '', { body: {} }), 422, problem);
+      }
+      assert.equal(dest.at('/tx-conn-bad').length, 0);
+      // What the caller asked for reaches the transform and passes through it unchanged.
+      const passing = await proxy({ request_transform: { code: 'module.exports = async (req) => ({ headers: req.args.headers });' } }, '/tx-conn-pass');
+      const passed = await invoke(passing.key, 'GET', '', { headers: { 'svc-proxy-connection': 'close', 'svc-proxy-keep-alive': 'max=3' } });
+      assert.equal(passed.status, 200, passed.text);
+      assert.equal(passed.body.headers.connection, 'close');
+      assert.equal(passed.body.headers['keep-alive'], 'max=3');
+    });
+
     it('JSON nested too deeply for a transform: the caller\'s is a 400, the destination\'s a 502', async () => {
       const deep = `${'['.repeat(200)}${']'.repeat(200)}`;
       const echo = 'module.exports = async (req) => ({ body: req.args.body, headers: req.args.headers });';

@@ -497,19 +497,15 @@ export function createProxyService(deps: {
       const url = destinationUrl(entry.row.destination_url, path, query.rest);
 
       let headers = forwardedHeaders(inv.headers);
-      const connection = header(inv.headers, 'svc-proxy-connection')?.trim().toLowerCase();
+      const connection = header(inv.headers, 'svc-proxy-connection');
       if (connection !== undefined) {
-        // The pool manages the socket by these two; any other token would name a hop-by-hop
-        // header of Coffer's own connection. See docs/proxies.md.
-        if (connection !== 'close' && connection !== 'keep-alive') throw ApiError.field('headers.svc-proxy-connection', 'SVC-PROXY-CONNECTION must be close or keep-alive');
-        headers.connection = connection;
+        headers.connection = connectionValue(connection, () => ApiError.field('headers.svc-proxy-connection', 'SVC-PROXY-CONNECTION must be close or keep-alive'));
       }
-      const keepAlive = header(inv.headers, 'svc-proxy-keep-alive')?.trim();
+      const keepAlive = header(inv.headers, 'svc-proxy-keep-alive');
       if (keepAlive !== undefined) {
-        if (!KEEP_ALIVE_PARAMETERS.test(keepAlive)) {
-          throw ApiError.field('headers.svc-proxy-keep-alive', 'SVC-PROXY-KEEP-ALIVE must be a list of Keep-Alive parameters, such as timeout=5, max=100');
-        }
-        headers['keep-alive'] = keepAlive;
+        headers['keep-alive'] = keepAliveValue(keepAlive, () =>
+          ApiError.field('headers.svc-proxy-keep-alive', 'SVC-PROXY-KEEP-ALIVE must be a list of Keep-Alive parameters, such as timeout=5, max=100'),
+        );
       }
       const bodyless = inv.method === 'GET';
       const prepared = await detokenizeBody(entry, principal, header(inv.headers, 'content-type'), header(inv.headers, 'content-encoding'), bodyless ? undefined : inv.body);
@@ -525,7 +521,7 @@ export function createProxyService(deps: {
           query: queryObject(query.rest),
         };
         const out = await runCode(entry, 'request', requestTransform.code, args);
-        if (out.headers) headers = out.headers;
+        if (out.headers) headers = withConnectionChecked(out.headers);
         if (out.body !== undefined) body = encodeBody(out.body, headers);
       }
       // A transformed response is read whole; ask for it unencoded (undici does not decompress).
@@ -544,6 +540,40 @@ const KEEP_ALIVE_PARAMETERS = (() => {
   const parameter = String.raw`${token}(?:=(?:${token}|"[^"\\]*"))?`;
   return new RegExp(String.raw`^${parameter}(?:[ \t]*,[ \t]*${parameter})*$`);
 })();
+
+/**
+ * The pool manages the socket by `Connection: close` or `keep-alive`; any other token would
+ * name a hop-by-hop header of Coffer's own connection. See docs/proxies.md.
+ */
+function connectionValue(value: string, invalid: () => ApiError): string {
+  const v = value.trim().toLowerCase();
+  if (v !== 'close' && v !== 'keep-alive') throw invalid();
+  return v;
+}
+
+function keepAliveValue(value: string, invalid: () => ApiError): string {
+  const v = value.trim();
+  if (!KEEP_ALIVE_PARAMETERS.test(v)) throw invalid();
+  return v;
+}
+
+/**
+ * A request transform's headers, with `connection` and `keep-alive` held to the rules of
+ * SVC-PROXY-CONNECTION and SVC-PROXY-KEEP-ALIVE: the transform may pass on or set what a
+ * caller could ask for, nothing else.
+ */
+function withConnectionChecked(headers: Record<string, string | string[]>): Record<string, string | string[]> {
+  const single = (name: string, check: (value: string, invalid: () => ApiError) => string, rule: string) => {
+    const value = headers[name];
+    if (value === undefined) return;
+    const invalid = () => new ApiError(422, `The request transform returned an invalid ${name} header: ${rule}.`);
+    if (Array.isArray(value)) throw invalid();
+    headers[name] = check(value, invalid);
+  };
+  single('connection', connectionValue, 'it must be close or keep-alive');
+  single('keep-alive', keepAliveValue, 'it must be a list of Keep-Alive parameters, such as timeout=5, max=100');
+  return headers;
+}
 
 function secretAad(proxyId: string): string {
   return `proxy:${proxyId}`;
