@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-const PARTS = ['prelude', 'errors', 'encoding', 'clone-types', 'clone', 'url-host', 'url', 'search-params', 'crypto-random', 'crypto-keys', 'crypto-algorithms', 'crypto', 'console', 'timers', 'fetch', 'main'];
+const PARTS = ['prelude', 'intl', 'errors', 'encoding', 'clone-types', 'clone', 'url-host', 'url', 'search-params', 'crypto-random', 'crypto-keys', 'crypto-algorithms', 'crypto', 'console', 'timers', 'fetch', 'main'];
 
 const dir = path.join(import.meta.dirname, 'runtime');
 

@@ -212,6 +212,7 @@ function arm(armJson, req, no, go) {
   resetTimers();
   resetConsole();
   resetRandom();
+  resetIntl();
   armed = true;
   if (go === true) {
     if (moduleFn === undefined) report({ __proto__: null, ok: false, status: 500, kind: 'runtime', message: 'The module is not loaded.' });
