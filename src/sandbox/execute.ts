@@ -99,6 +99,8 @@ class Run {
   #lateWork = false;
   #reusable = false;
   #finished = false;
+  /** ICU memory (KB) the context's Intl objects held when the function settled, as the runtime reported it. */
+  intlKb = 0;
   #resolve!: (o: Outcome) => void;
   readonly done: Promise<Outcome>;
 
@@ -230,6 +232,7 @@ class Run {
       return;
     }
     this.#loaded = meta.loaded === true;
+    if (typeof meta.intlKb === 'number' && meta.intlKb >= 0) this.intlKb = meta.intlKb;
     if (meta.ok === true) {
       if (valueJson !== undefined && byteLength(valueJson) > this.#limits.maxIoBytes) {
         this.#settled = { ok: false, error: failure(422, 'too_large', `The returned value is larger than ${this.#limits.maxIoBytes} bytes as JSON.`) };
@@ -504,7 +507,45 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
   w.stop = undefined;
   run.release();
   p.port.run = undefined;
-  if (outcome.reusable) p.loaded = true;
-  else discardPrepared(p);
+  if (outcome.reusable) {
+    // Intl objects count until V8's full collection frees them, which code that allocates
+    // little may never bring about: an isolate whose context holds much goes, rather than
+    // its code meeting the runtime's limit after a thousand calls that each made one formatter.
+    if (run.intlKb > RECYCLE_INTL_KB) {
+      discardPrepared(p);
+      return { ...outcome, healthy: false, reusable: false };
+    }
+    p.loaded = true;
+    return outcome;
+  }
+  if (outcome.healthy && !(await discardCountingIntl(w, p))) return { ...outcome, healthy: false };
+  discardPrepared(p);
   return outcome;
+}
+
+/**
+ * ICU memory of Intl objects (KB, the runtime's estimate, see runtime/intl.js) in the contexts
+ * an isolate discarded. The runtime bounds what one context holds; a discarded context's objects
+ * are garbage, but only V8's collector frees them, when it gets to them, and a fresh context
+ * starts counting from zero: runs that each filled a context and left it unusable (a timer left
+ * pending) piled up 500 MB in a 32 MB isolate. Past the bound, the isolate goes instead.
+ */
+export const MAX_DISCARDED_INTL_KB = 16 * 1024;
+/** A clean run whose context holds more than this (half of what the runtime allows) retires its isolate. */
+export const RECYCLE_INTL_KB = 32 * 1024;
+const discardedIntlKb = new WeakMap<WarmIsolate, number>();
+
+/** Discards `p`, counting what its Intl objects hold; false: the isolate must go too. */
+async function discardCountingIntl(w: WarmIsolate, p: Prepared): Promise<boolean> {
+  let kb: unknown;
+  try {
+    kb = await p.control.apply(undefined, ['intl'] as never[], { timeout: 1000 });
+  } catch {
+    kb = undefined;
+  }
+  discardPrepared(p);
+  if (typeof kb !== 'number' || !(kb >= 0)) return false;
+  const total = (discardedIntlKb.get(w) ?? 0) + kb;
+  discardedIntlKb.set(w, total);
+  return total <= MAX_DISCARDED_INTL_KB;
 }

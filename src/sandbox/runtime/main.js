@@ -87,6 +87,7 @@ function report(outcome, value) {
   if (finished) return;
   finished = true;
   outcome.loaded = moduleFn !== undefined;
+  outcome.intlKb = intlLiveKb;
   send('done', jsonStringify(outcome), value);
 }
 
@@ -240,12 +241,16 @@ function reset() {
   return reinstallGlobals() ? 'ok' : 'tainted';
 }
 
-/** The host's way in: arm (and run) a call, settle a call, fire a timer, or ask whether the run can still progress. */
+/**
+ * The host's way in: arm (and run) a call, settle a call, fire a timer, ask whether the run can
+ * still progress, or how much ICU memory this context's Intl objects hold (see intl.js).
+ */
 function control(command, a, b, c, d) {
   if (command === 'arm') return arm(a, b, c, d);
   else if (command === 'settle') settleCall(a, b, c);
   else if (command === 'timer') fireTimer(a);
   else if (command === 'poll') return jsonStringify({ __proto__: null, finished, pending: pendingCalls + pendingTimers });
+  else if (command === 'intl') return intlLiveKb;
   return undefined;
 }
 
