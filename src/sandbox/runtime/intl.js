@@ -13,6 +13,9 @@
 //   has collected it (the runtime's own FinalizationRegistry, whose callback only does
 //   arithmetic, so it may run between runs). Until then it counts: objects dropped in one
 //   synchronous stretch of code count until the next task, which over-estimates, safely.
+//   Only a full collection frees a registered object, so the host also reads the figure
+//   (control('intl'), and intlKb in each run's report) and replaces an isolate whose
+//   contexts hold much of it (../execute.ts).
 //
 // toLocaleString, toLocaleDateString, toLocaleTimeString (Date), toLocaleString (Number,
 // BigInt, and through them Array's and typed arrays') and localeCompare with locales or options
