@@ -176,7 +176,15 @@ export class Sandbox {
 
     // The tenant is part of the key, so an isolate never serves two tenants.
     const key = JSON.stringify([r.tenantId, r.cacheKey, limits.memoryMb]);
-    const w = this.#pool.take(key) ?? (await createWarmIsolate(key, r.tenantId, limits.memoryMb));
+    let w = this.#pool.take(key);
+    if (w && w.code !== undefined && w.code !== r.code) {
+      // Other code under the same key (a proxy's transform changed within the same millisecond,
+      // say): a fresh isolate, so nothing the old module made (its state, Intl objects only a
+      // full collection would free, see runtime/intl.js) meets the new code.
+      disposeWarmIsolate(w);
+      w = undefined;
+    }
+    w ??= await createWarmIsolate(key, r.tenantId, limits.memoryMb);
     if (w.tenantId !== r.tenantId) throw new Error('tenant mismatch in the isolate pool');
     this.#busy.add(w);
     let healthy = false;
@@ -186,15 +194,7 @@ export class Sandbox {
       const ready = w.ready;
       w.ready = undefined;
       p = ready ? await ready : undefined;
-      if (w.code !== r.code || !w.script) {
-        // Other code under the same key (a proxy's transform changed, say): its module state must
-        // not meet the new code, so a context that has the old module loaded goes too.
-        if (p?.loaded) {
-          discardPrepared(p);
-          p = undefined;
-        }
-        w.script?.release();
-        w.script = undefined;
+      if (!w.script) {
         w.code = undefined;
         try {
           w.script = await w.isolate.compileScript(wrapUserCode(r.code), { filename: USER_FILENAME });
