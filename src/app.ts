@@ -65,7 +65,8 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit }, config.authCacheSeconds * 1000);
   const detokenize = createDetokenizeService({ tokens, vault, limitFor: async (tenantId) => (await quotas.of(tenantId)).detokenize_limit });
   const authenticator = new Authenticator(
-    (hash, kind) => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash)),
+    // Shared by the concurrent requests of one key (src/http/auth.ts): outside any request's transaction.
+    (hash, kind) => db.withoutAmbient(() => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash))),
     config.authCacheSeconds,
   );
   notifier.onInvalidate(() => authenticator.invalidate());

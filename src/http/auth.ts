@@ -25,6 +25,7 @@ declare module 'fastify' {
   }
 }
 
+/** Looks a key up; shared by concurrent requests, so it must not run in any one request's transaction. */
 export type KeyResolver = (hash: Buffer, kind: KeyKind) => Promise<Principal | undefined>;
 
 const API_KEY_HEADER = 'svc-api-key';
@@ -39,6 +40,13 @@ export class Authenticator {
   private readonly resolve: KeyResolver;
   private readonly ttlMs: number;
   private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  /**
+   * Lookups under way, by key hash: concurrent requests that miss the cache for the same key
+   * (every connection of a client the moment its entry expires) wait for one lookup instead of
+   * sending one each. Only requests of the same generation share one: a request that arrives
+   * after an invalidation starts a lookup of its own. Not with the cache off.
+   */
+  private readonly pending = new Map<string, { generation: number; principal: Promise<Principal | undefined> }>();
   private generation = 0;
 
   constructor(resolve: KeyResolver, cacheSeconds: number) {
@@ -49,6 +57,7 @@ export class Authenticator {
   invalidate(): void {
     this.generation++;
     this.cache.clear();
+    this.pending.clear();
   }
 
   /** A live cached principal for the key, without I/O; undefined sends the caller to authenticate(). */
@@ -71,13 +80,32 @@ export class Authenticator {
     const entry = this.cache.get(cacheKey);
     let principal = entry && entry.until > now ? entry.principal : undefined;
     if (!principal) {
-      const generation = this.generation;
-      principal = await this.resolve(hash, kind);
+      principal = await this.lookup(cacheKey, hash, kind);
       if (!principal) throw ApiError.unauthorized('The API key is not valid.');
-      // An invalidation that raced the lookup means the row we read may be stale: do not cache it.
-      if (this.ttlMs > 0 && generation === this.generation) this.remember(cacheKey, principal, now);
     }
     if (principal.expiresAt && principal.expiresAt.getTime() <= now) throw ApiError.unauthorized('The API key has expired.');
+    return principal;
+  }
+
+  /** The key's principal from the resolver, through the lookup under way for it when there is one. */
+  private lookup(cacheKey: string, hash: Buffer, kind: KeyKind): Promise<Principal | undefined> {
+    // With the cache off (AUTH_CACHE_SECONDS=0) every request looks its key up itself.
+    if (this.ttlMs <= 0) return this.resolve(hash, kind);
+    const generation = this.generation;
+    const shared = this.pending.get(cacheKey);
+    if (shared && shared.generation === generation) return shared.principal;
+    const started = Date.now();
+    const principal = this.resolve(hash, kind);
+    const flight = { generation, principal };
+    this.pending.set(cacheKey, flight);
+    const done = () => {
+      if (this.pending.get(cacheKey) === flight) this.pending.delete(cacheKey);
+    };
+    principal.then((found) => {
+      done();
+      // An invalidation that raced the lookup means the row we read may be stale: do not cache it.
+      if (found && generation === this.generation) this.remember(cacheKey, found, started);
+    }, done);
     return principal;
   }
 
