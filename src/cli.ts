@@ -178,6 +178,10 @@ main(process.argv.slice(2)).then(
     process.exitCode = 1;
   },
 ).finally(() => {
-  // A cluster worker's IPC channel would keep it alive after its server stopped.
-  if (cluster.isWorker) process.exit();
+  // Everything is stopped by now: exit at once rather than wait for the event loop to drain.
+  // A cluster worker's IPC channel would keep it alive; and in the teardown of a process that
+  // ends on its own, V8's last garbage collection finalizes isolated-vm handles after Node's
+  // environment is gone, which can abort the process (an assertion in isolated-vm) after a
+  // clean shutdown. Output is written synchronously (stdout, stderr and the logs), so none is lost.
+  process.exit();
 });
