@@ -150,17 +150,36 @@ describe('structuredClone', () => {
     assert.deepEqual(await outcomesInSandbox(sb, list), list.map(() => threwDOMException('DataCloneError', 25)));
   });
 
-  it('copies a Proxy or a generator as the object it shows (the documented difference: the standard refuses them)', async () => {
+  it('refuses a Proxy, as Node does, without running its traps', async () => {
+    await compareWithNode(sb, cases([
+      ['Proxy', clone('new Proxy({ a: 1 }, {})')],
+      ['revocable Proxy', clone('Proxy.revocable({ a: 1 }, {}).proxy')],
+      ['Proxy in a Map', clone('new Map([[1, new Proxy({}, {})]])')],
+    ]));
+    const traps = `let asked = 0; const p = new Proxy([1], { get() { asked++; return 1; }, ownKeys() { asked++; return []; }, getPrototypeOf() { asked++; return null; } });`;
     const list = cases([
-      ['Proxy', `return structuredClone(new Proxy({ a: 1 }, {}));`],
-      ['Proxy of an array', `return structuredClone(new Proxy([1], {}));`],
-      ['generator', `return structuredClone((function* () {})());`],
+      ['Proxy of an array', `${traps} try { structuredClone(p); } catch (e) { return [e.name, e.message, asked]; }`],
+      ['Proxy of a subclass', `class P extends Array {} ${traps.replace('[1]', 'new P()')} try { structuredClone({ p }); } catch (e) { return [e.name, e.message, asked]; }`],
     ]);
-    assert.deepEqual(await outcomesInSandbox(sb, list), [
-      { returned: { object: 'Object', proto: 'Object', own: { a: 1 } } },
-      { returned: { array: [1], proto: 'Array', extra: [] } },
-      { returned: { object: 'Object', proto: 'Object', own: {} } },
-    ]);
+    const refused = { returned: { array: ['DataCloneError', '#<Object> could not be cloned.', 0], proto: 'Array', extra: [] } };
+    assert.deepEqual(await outcomesInSandbox(sb, list), [refused, refused]);
+  });
+
+  it('Proxy itself behaves as the engine\'s', async () => {
+    await compareWithNode(sb, cases([
+      ['shape', `return [typeof Proxy, Proxy.name, Proxy.length, 'prototype' in Proxy, Object.keys(Proxy), typeof Proxy.revocable, Proxy.revocable.length, Proxy.revocable.name];`],
+      ['call without new', `return Proxy({}, {});`],
+      ['bad handler', `return new Proxy({}, 1);`],
+      ['extends', `class X extends Proxy {} return 1;`],
+      ['traps work', `const p = new Proxy({}, { get: (t, k) => 'got ' + String(k) }); return p.anything;`],
+      ['revoke', `const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); return proxy.x;`],
+      ['Reflect.construct', `return typeof Reflect.construct(Proxy, [{}, {}]);`],
+    ]));
+  });
+
+  it('copies a generator as the object it shows (the documented difference: the standard refuses it)', async () => {
+    const list = cases([['generator', `return structuredClone((function* () {})());`]]);
+    assert.deepEqual(await outcomesInSandbox(sb, list), [{ returned: { object: 'Object', proto: 'Object', own: {} } }]);
   });
 
   it('clones a CryptoKey like Node', async () => {

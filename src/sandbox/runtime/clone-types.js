@@ -77,6 +77,8 @@ function isRegExp(value) {
 /** One of the names below, or 'object' for anything else (a plain object, an array, a class instance). */
 function cloneKind(value) {
   if (platformObjects.has(value)) return 'platform';
+  // Before any brand check: Array.isArray and the rest would answer for the proxy's target.
+  if (userProxies.has(value)) return 'proxy';
   if ($isArray(value)) return 'array';
   if (hasBrand(brand.bufferLength, value)) return 'ArrayBuffer';
   if (isView(value)) return apply(brand.typedArrayName, value, []) === undefined ? 'DataView' : 'TypedArray';

@@ -1,7 +1,8 @@
 // structuredClone: the HTML structured clone algorithm (with `transfer` of ArrayBuffers) for the
 // types that exist here, told apart by clone-types.js. The one difference from the standard, as
-// docs/reactors.md says: a Proxy, a generator or another object whose state only the engine
-// sees is copied as the plain object (or array) it shows, where the standard refuses it.
+// docs/reactors.md says: a generator or another object whose state only the engine sees (an
+// iterator, an Intl formatter) is copied as the plain object it shows, where the standard
+// refuses it. A Proxy is refused: the runtime's Proxy remembers every one it makes.
 
 const $Array = Array;
 const $Date = Date;
@@ -60,6 +61,9 @@ function cloneInto(value, seen) {
     return copy;
   };
   switch (cloneKind(value)) {
+    case 'proxy':
+      // As V8 names a proxy of an object, without asking the proxy (its traps are user code).
+      throw dataCloneError('#<Object>');
     case 'platform':
     case 'uncloneable':
       throw dataCloneError(apply(Object.prototype.toString, value, []));

@@ -231,6 +231,34 @@ defineProperty(SafeFinalizationRegistry, 'prototype', { __proto__: null, value: 
 defineProperty($FinalizationRegistry.prototype, 'constructor', { __proto__: null, value: SafeFinalizationRegistry, writable: true, enumerable: false, configurable: true });
 defineGlobal('FinalizationRegistry', SafeFinalizationRegistry);
 
+/**
+ * Proxy, with each proxy user code makes remembered: nothing else tells a proxy from its target,
+ * and structuredClone refuses one, as the standard says, rather than copy what its traps show.
+ * A proxy of the engine's constructor forwards all else to it (`new` required, no `prototype`,
+ * its name and length); `revocable` on it is replaced by one that remembers as well. The handler
+ * has no prototype, so nothing added to Object.prototype becomes one of its traps.
+ */
+const userProxies = privateMap();
+const $Proxy = Proxy;
+const $proxyRevocable = Proxy.revocable;
+const SafeProxyRevocable = {
+  revocable(target, handler) {
+    const made = apply($proxyRevocable, $Proxy, [target, handler]);
+    userProxies.set(made.proxy, true);
+    return made;
+  },
+}.revocable;
+defineProperty($Proxy, 'revocable', { __proto__: null, value: SafeProxyRevocable, writable: true, enumerable: false, configurable: true });
+const SafeProxy = new $Proxy($Proxy, {
+  __proto__: null,
+  construct(target, args, newTarget) {
+    const made = $construct(target, args, newTarget);
+    userProxies.set(made, true);
+    return made;
+  },
+});
+defineGlobal('Proxy', SafeProxy);
+
 /** A user-facing string for any thrown value, never running more than a getter or two. */
 function describe(value) {
   try {
