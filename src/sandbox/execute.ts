@@ -54,6 +54,8 @@ export type Outcome = {
   reusable: boolean;
   /** The context could not be reset for this run, so nothing of it ran: run it again in a fresh context. */
   retry?: true;
+  /** What the isolate held when the run ended (see measureIfDue), when it was measured. */
+  heldBytes?: number;
 };
 
 /**
@@ -504,6 +506,9 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
   }
   w.stop = (error) => run.stop(error);
   const outcome = await run.done;
+  // Now, before anything else is queued on the isolate: nothing runs in it, so the measurement
+  // takes microseconds and cannot hold the event loop.
+  if (outcome.healthy && !w.isolate.isDisposed) outcome.heldBytes = measureIfDue(w, !outcome.reusable, run.intlKb);
   w.stop = undefined;
   run.release();
   p.port.run = undefined;
@@ -521,6 +526,28 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
   if (outcome.healthy && !(await discardCountingIntl(w, p))) return { ...outcome, healthy: false };
   discardPrepared(p);
   return outcome;
+}
+
+/**
+ * A warm isolate is measured every this many runs (and after its first, and whenever its
+ * context is replaced): the measurement is cheap, but a warm run otherwise needs none.
+ */
+const MEASURE_EVERY = 8;
+
+/**
+ * What `w` holds of the host's memory, for the warm isolates' budget (./pool.ts): its heap, its
+ * external memory (array buffers) and its Intl objects' ICU memory (`intlKb`, the runtime's
+ * estimate); undefined when no measurement is due. Synchronous: only for an idle isolate.
+ */
+function measureIfDue(w: WarmIsolate, contextReplaced: boolean, intlKb: number): number | undefined {
+  if (!contextReplaced && w.heldBytes > 0 && ++w.unmeasuredRuns < MEASURE_EVERY) return undefined;
+  w.unmeasuredRuns = 0;
+  try {
+    const s = w.isolate.getHeapStatisticsSync();
+    return s.total_physical_size + s.externally_allocated_size + intlKb * 1024;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -26,6 +26,8 @@ export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({
 });
 
 export const DEFAULT_MAX_WARM_ISOLATES = 50;
+/** What idle warm isolates may hold together, by their last measurement (./pool.ts). */
+export const DEFAULT_MAX_WARM_BYTES = 512 * 1024 * 1024;
 
 /**
  * A configuration (`req.configuration`) is the owner's, fixed when the reactor or proxy is
@@ -81,16 +83,25 @@ export class Sandbox {
   /** Runs and context preparations under way: dispose waits for them (bounded) to settle. */
   readonly #inflight = new Set<Promise<unknown>>();
 
-  constructor(opts: { maxWarmIsolates?: number; limits?: Partial<SandboxLimits>; onRun?: RunObserver } = {}) {
+  constructor(opts: { maxWarmIsolates?: number; maxWarmBytes?: number; limits?: Partial<SandboxLimits>; onRun?: RunObserver } = {}) {
     this.#limits = mergeLimits(DEFAULT_LIMITS, opts.limits);
     this.#observer = opts.onRun;
     const max = opts.maxWarmIsolates;
-    this.#pool = new IsolatePool(typeof max === 'number' && Number.isFinite(max) && max >= 0 ? Math.floor(max) : DEFAULT_MAX_WARM_ISOLATES);
+    const bytes = opts.maxWarmBytes;
+    this.#pool = new IsolatePool(
+      typeof max === 'number' && Number.isFinite(max) && max >= 0 ? Math.floor(max) : DEFAULT_MAX_WARM_ISOLATES,
+      typeof bytes === 'number' && bytes >= 0 ? bytes : DEFAULT_MAX_WARM_BYTES,
+    );
   }
 
   /** Idle isolates kept warm right now (for tests and metrics). */
   get warmIsolates(): number {
     return this.#pool.size;
+  }
+
+  /** What the idle warm isolates held together when last measured, in bytes (for tests). */
+  get warmBytes(): number {
+    return this.#pool.bytes;
   }
 
   /** Compile-check only (no code runs), for write-time validation: syntax and length. */
@@ -188,6 +199,7 @@ export class Sandbox {
     if (w.tenantId !== r.tenantId) throw new Error('tenant mismatch in the isolate pool');
     this.#busy.add(w);
     let healthy = false;
+    let heldBytes: number | undefined;
     // The context this run uses; after it, the caller's to keep (reusable) or already discarded.
     let p: Prepared | undefined;
     try {
@@ -216,6 +228,7 @@ export class Sandbox {
         outcome = await execute(w, run, input);
       }
       healthy = outcome.healthy;
+      heldBytes = outcome.heldBytes;
       if (outcome.reusable) p = run;
       return outcome;
     } finally {
@@ -226,6 +239,7 @@ export class Sandbox {
         // isolate would be idle anyway.
         const kept = p;
         w.ready = kept ? Promise.resolve(kept) : this.#track(prepare(w).catch(() => undefined));
+        if (heldBytes !== undefined) this.#pool.measured(w, heldBytes);
         this.#pool.put(w);
       } else {
         if (p) discardPrepared(p);

@@ -28,6 +28,10 @@ export type WarmIsolate = {
   ready?: Promise<Prepared | undefined>;
   /** While a run is under way: ends it at once with this failure (the sandbox shutting down). */
   stop?: (error: SandboxFailure) => void;
+  /** The host memory it held when last measured (bytes), which the pool's budget counts while it is idle. */
+  heldBytes: number;
+  /** Runs since it was last measured. */
+  unmeasuredRuns: number;
 };
 
 // V8's code cache for the runtime, made by the first isolate: later isolates skip parsing it.
@@ -39,7 +43,7 @@ export async function createWarmIsolate(key: string, tenantId: string, memoryMb:
     const options = runtimeCache ? { filename: 'coffer-runtime.js', cachedData: runtimeCache } : { filename: 'coffer-runtime.js', produceCachedData: true };
     const runtime = (await isolate.compileScript(RUNTIME_SOURCE, options)) as ivm.Script & { cachedData?: ivm.ExternalCopy<ArrayBuffer> };
     if (!runtimeCache && runtime.cachedData) runtimeCache = runtime.cachedData;
-    return { key, tenantId, memoryMb, isolate, runtime };
+    return { key, tenantId, memoryMb, isolate, runtime, heldBytes: 0, unmeasuredRuns: 0 };
   } catch (err) {
     disposeWarmIsolate({ isolate } as WarmIsolate);
     throw err;
@@ -54,18 +58,32 @@ export function disposeWarmIsolate(w: WarmIsolate): void {
   }
 }
 
+/**
+ * Idle isolates keep what their code left in its module (up to the isolate's memory limit each)
+ * and the Intl objects it holds: without a bound on their sum, one tenant's reactors could keep
+ * max × the memory limit of the host's memory while doing nothing. Past `maxBytes` together,
+ * the least recently used go first; one larger than that on its own is not kept.
+ */
 export class IsolatePool {
   readonly max: number;
+  readonly maxBytes: number;
   #idle = new Map<string, WarmIsolate[]>();
   /** Every idle isolate, least recently used first (a Set keeps insertion order). */
   #lru = new Set<WarmIsolate>();
+  #bytes = 0;
 
-  constructor(max: number) {
+  constructor(max: number, maxBytes = Number.POSITIVE_INFINITY) {
     this.max = max;
+    this.maxBytes = maxBytes;
   }
 
   get size(): number {
     return this.#lru.size;
+  }
+
+  /** What the idle isolates held together when last measured, in bytes. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   take(key: string): WarmIsolate | undefined {
@@ -74,11 +92,12 @@ export class IsolatePool {
     if (!w) return undefined;
     if (list!.length === 0) this.#idle.delete(key);
     this.#lru.delete(w);
+    this.#bytes -= w.heldBytes;
     return w;
   }
 
   put(w: WarmIsolate): void {
-    if (this.max <= 0 || w.isolate.isDisposed) {
+    if (this.max <= 0 || w.isolate.isDisposed || w.heldBytes > this.maxBytes) {
       disposeWarmIsolate(w);
       return;
     }
@@ -86,7 +105,25 @@ export class IsolatePool {
     if (!list) this.#idle.set(w.key, (list = []));
     list.push(w);
     this.#lru.add(w);
-    while (this.#lru.size > this.max) {
+    this.#bytes += w.heldBytes;
+    this.#trim();
+  }
+
+  /** A new measurement of `w`, idle here or not (then it counts from its next put). */
+  measured(w: WarmIsolate, bytes: number): void {
+    const idle = this.#lru.has(w);
+    if (idle && bytes > this.maxBytes) {
+      this.#remove(w);
+      disposeWarmIsolate(w);
+      return;
+    }
+    if (idle) this.#bytes += bytes - w.heldBytes;
+    w.heldBytes = bytes;
+    this.#trim();
+  }
+
+  #trim(): void {
+    while (this.#lru.size > this.max || (this.#bytes > this.maxBytes && this.#lru.size > 0)) {
       const oldest = this.#lru.values().next().value!;
       this.#remove(oldest);
       disposeWarmIsolate(oldest);
@@ -94,6 +131,7 @@ export class IsolatePool {
   }
 
   #remove(w: WarmIsolate): void {
+    this.#bytes -= w.heldBytes;
     this.#lru.delete(w);
     const list = this.#idle.get(w.key);
     if (!list) return;
@@ -106,5 +144,6 @@ export class IsolatePool {
     for (const w of this.#lru) disposeWarmIsolate(w);
     this.#lru.clear();
     this.#idle.clear();
+    this.#bytes = 0;
   }
 }
