@@ -23,10 +23,7 @@ const adminUrl = external ?? embedded!.url;
 process.stdout.write(`tests run against ${external ? 'DATABASE_URL' : 'an embedded PostgreSQL'}\n`);
 
 const files = process.argv.slice(2).length ? process.argv.slice(2) : ['test/**/*.test.ts'];
-// --test-force-exit: each test process exits once its tests are done, as `coffer` does (src/cli.ts):
-// in the teardown of a process that ends on its own, V8's last collection finalizes isolated-vm
-// handles after Node's environment is gone, and that can abort it after every test passed.
-const result = spawnSync(process.execPath, ['--test', '--test-force-exit', '--test-concurrency=2', '--test-timeout=120000', ...files], {
+const result = spawnSync(process.execPath, ['--test', '--import', './test/helpers/exit-at-once.ts', '--test-concurrency=2', '--test-timeout=120000', ...files], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, DATABASE_URL: '', COFFER_TEST_ADMIN_URL: adminUrl, COFFER_TEST_LOG_DIR: logDir },
