@@ -560,7 +560,6 @@ function measureIfDue(w: WarmIsolate, contextReplaced: boolean, intlKb: number):
 export const MAX_DISCARDED_INTL_KB = 16 * 1024;
 /** A clean run whose context holds more than this (half of what the runtime allows) retires its isolate. */
 export const RECYCLE_INTL_KB = 32 * 1024;
-const discardedIntlKb = new WeakMap<WarmIsolate, number>();
 
 /** Discards `p`, counting what its Intl objects hold; false: the isolate must go too. */
 async function discardCountingIntl(w: WarmIsolate, p: Prepared): Promise<boolean> {
@@ -572,7 +571,6 @@ async function discardCountingIntl(w: WarmIsolate, p: Prepared): Promise<boolean
   }
   discardPrepared(p);
   if (typeof kb !== 'number' || !(kb >= 0)) return false;
-  const total = (discardedIntlKb.get(w) ?? 0) + kb;
-  discardedIntlKb.set(w, total);
-  return total <= MAX_DISCARDED_INTL_KB;
+  w.discardedIntlKb += kb;
+  return w.discardedIntlKb <= MAX_DISCARDED_INTL_KB;
 }

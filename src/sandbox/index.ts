@@ -207,7 +207,6 @@ export class Sandbox {
       w.ready = undefined;
       p = ready ? await ready : undefined;
       if (!w.script) {
-        w.code = undefined;
         try {
           w.script = await w.isolate.compileScript(wrapUserCode(r.code), { filename: USER_FILENAME });
           w.code = r.code;

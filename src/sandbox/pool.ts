@@ -32,6 +32,8 @@ export type WarmIsolate = {
   heldBytes: number;
   /** Runs since it was last measured. */
   unmeasuredRuns: number;
+  /** ICU memory (KB) of the Intl objects in the contexts it discarded (see ./execute.ts). */
+  discardedIntlKb: number;
 };
 
 // V8's code cache for the runtime, made by the first isolate: later isolates skip parsing it.
@@ -43,7 +45,7 @@ export async function createWarmIsolate(key: string, tenantId: string, memoryMb:
     const options = runtimeCache ? { filename: 'coffer-runtime.js', cachedData: runtimeCache } : { filename: 'coffer-runtime.js', produceCachedData: true };
     const runtime = (await isolate.compileScript(RUNTIME_SOURCE, options)) as ivm.Script & { cachedData?: ivm.ExternalCopy<ArrayBuffer> };
     if (!runtimeCache && runtime.cachedData) runtimeCache = runtime.cachedData;
-    return { key, tenantId, memoryMb, isolate, runtime, heldBytes: 0, unmeasuredRuns: 0 };
+    return { key, tenantId, memoryMb, isolate, runtime, heldBytes: 0, unmeasuredRuns: 0, discardedIntlKb: 0 };
   } catch (err) {
     disposeWarmIsolate({ isolate } as WarmIsolate);
     throw err;
