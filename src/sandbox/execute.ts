@@ -488,6 +488,7 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
       maxTimersPerRun: MAX_TIMERS_PER_RUN,
       maxPendingCalls: MAX_PENDING_CALLS,
       maxCallsPerRun: MAX_CALLS_PER_RUN,
+      maxIntlKb: intlBudgetKb(w.memoryMb),
     },
     sdk: sdkMethods,
     // The key of the run's random stream: 8 words, so the isolate needs no decoding to use them.
@@ -516,7 +517,7 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
     // Intl objects count until V8's full collection frees them, which code that allocates
     // little may never bring about: an isolate whose context holds much goes, rather than
     // its code meeting the runtime's limit after a thousand calls that each made one formatter.
-    if (run.intlKb > RECYCLE_INTL_KB) {
+    if (run.intlKb > recycleIntlKb(w.memoryMb)) {
       discardPrepared(p);
       return { ...outcome, healthy: false, reusable: false };
     }
@@ -550,16 +551,42 @@ function measureIfDue(w: WarmIsolate, contextReplaced: boolean, intlKb: number):
   }
 }
 
+/** The least ICU memory a context may hold: the locale methods' cache alone may take 2 MB (64 DateTimeFormats). */
+const MIN_INTL_KB = 8 * 1024;
+
+/**
+ * ICU memory (KB, the runtime's estimate, see runtime/intl.js) the Intl objects of one context
+ * may hold at once: half the isolate's memory limit (64 MB at the default 128 MB). The limit
+ * does not count that memory, so without this a 16 MB isolate could hold 64 MB of the host's
+ * in formatters. At least MIN_INTL_KB, so that the smallest isolate (8 MB) can still keep the
+ * cache and a couple of hundred formatters of its own.
+ */
+export function intlBudgetKb(memoryMb: number): number {
+  return Math.max(MIN_INTL_KB, memoryMb * 512);
+}
+
+/**
+ * A clean run whose context holds more than this (half the runtime's budget, so it scales with
+ * it) retires its isolate: a fixed figure above a small isolate's budget would never be reached,
+ * and its code would meet the runtime's RangeError instead of a fresh isolate.
+ */
+export function recycleIntlKb(memoryMb: number): number {
+  return intlBudgetKb(memoryMb) / 2;
+}
+
 /**
  * ICU memory of Intl objects (KB, the runtime's estimate, see runtime/intl.js) in the contexts
  * an isolate discarded. The runtime bounds what one context holds; a discarded context's objects
  * are garbage, but only V8's collector frees them, when it gets to them, and a fresh context
  * starts counting from zero: runs that each filled a context and left it unusable (a timer left
- * pending) piled up 500 MB in a 32 MB isolate. Past the bound, the isolate goes instead.
+ * pending) piled up 500 MB in a 32 MB isolate. Past the bound, the isolate goes instead. A
+ * quarter of the runtime's budget, so that with it an isolate holds at most 1.25 times its
+ * budget whatever its memory limit: a fixed 16 MB would let a 16 MB isolate keep two full
+ * discarded contexts besides its live one.
  */
-export const MAX_DISCARDED_INTL_KB = 16 * 1024;
-/** A clean run whose context holds more than this (half of what the runtime allows) retires its isolate. */
-export const RECYCLE_INTL_KB = 32 * 1024;
+export function maxDiscardedIntlKb(memoryMb: number): number {
+  return intlBudgetKb(memoryMb) / 4;
+}
 
 /** Discards `p`, counting what its Intl objects hold; false: the isolate must go too. */
 async function discardCountingIntl(w: WarmIsolate, p: Prepared): Promise<boolean> {
@@ -572,5 +599,5 @@ async function discardCountingIntl(w: WarmIsolate, p: Prepared): Promise<boolean
   discardPrepared(p);
   if (typeof kb !== 'number' || !(kb >= 0)) return false;
   w.discardedIntlKb += kb;
-  return w.discardedIntlKb <= MAX_DISCARDED_INTL_KB;
+  return w.discardedIntlKb <= maxDiscardedIntlKb(w.memoryMb);
 }

@@ -1,11 +1,12 @@
 /**
  * Intl's ICU memory, which the isolate's memory limit does not count, is bounded by the runtime
  * (src/sandbox/runtime/intl.js): Intl objects and formatters made per run, and the ICU memory
- * the objects of a context hold at once; locale methods share cached formatters.
+ * the objects of a context hold at once (half the memory limit, at least 8 MB: 64 MB at the
+ * default 128 MB, which most tests here use); locale methods share cached formatters.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { Sandbox, type RunRequest } from '../../src/sandbox/index.ts';
+import { DEFAULT_LIMITS, Sandbox, type RunRequest } from '../../src/sandbox/index.ts';
 import { failed, value } from './helpers.ts';
 
 const sb = new Sandbox();
@@ -13,13 +14,14 @@ after(() => sb.dispose());
 
 let keys = 0;
 /** A key of its own for each test, so tests never share a context. */
-function keyed(code: string, more: Partial<RunRequest> = {}) {
+function keyed(code: string, memoryMb = DEFAULT_LIMITS.memoryMb) {
   const cacheKey = `intl:${++keys}`;
-  return (req: Record<string, unknown> = {}) => sb.run({ tenantId: 'T', cacheKey, code, req, limits: { memoryMb: 32, timeoutMs: 20_000 }, ...more });
+  return (req: Record<string, unknown> = {}) => sb.run({ tenantId: 'T', cacheKey, code, req, limits: { memoryMb, timeoutMs: 20_000 } });
 }
 
 const PER_RUN = /Intl objects: at most 10000 per run/;
-const HELD = /Intl objects: at most 64 MB of ICU memory \(estimated\) held at once/;
+const held = (mb: number) => new RegExp(`Intl objects: at most ${mb} MB of ICU memory \\(estimated\\) held at once`);
+const HELD = held(64);
 
 describe('Intl objects made per run', () => {
   it('past 10,000 in a run, making one is a RangeError, which code may catch', async () => {
@@ -90,6 +92,19 @@ describe('ICU memory held at once', () => {
     assert.ok(grew < 400 * 1024 * 1024, `the host's memory grew by ${Math.round(grew / 1e6)} MB`);
   });
 
+  it('the budget is half the memory limit, at least 8 MB: past it, a smaller isolate meets the RangeError sooner', async () => {
+    const code = `const keep = []; module.exports = async () => {
+      try { for (;;) keep.push(new Intl.DateTimeFormat('en')); } catch (e) { return [keep.length, e.name, e.message]; }
+    };`;
+    // [memory limit, DateTimeFormats kept (32 KB each), budget in MB]; 8 MB isolates get the floor.
+    for (const [memoryMb, kept, mb] of [[128, 2048, 64], [32, 512, 16], [16, 256, 8], [8, 256, 8]]) {
+      const [n, name, message] = value(await keyed(code, memoryMb)()) as [number, string, string];
+      assert.equal(n, kept, `${memoryMb} MB`);
+      assert.equal(name, 'RangeError');
+      assert.match(message, held(mb));
+    }
+  });
+
   it('objects kept across warm runs count until the budget is spent', async () => {
     const go = keyed(`const keep = []; module.exports = async (req) => {
       try { for (let i = 0; i < req.n; i++) keep.push(new Intl.DateTimeFormat('en')); } catch (e) { return [keep.length, e.message]; }
@@ -102,12 +117,15 @@ describe('ICU memory held at once', () => {
     assert.match(message, HELD);
   });
 
-  it('an isolate whose context holds more than half the budget after a run is replaced', async () => {
-    const go = keyed(`const keep = []; module.exports = async (req) => { for (let i = 0; i < req.n; i++) keep.push(new Intl.DateTimeFormat('en')); return keep.length; };`);
-    assert.equal(value(await go({ n: 900 })), 900);
-    assert.equal(value(await go({ n: 200 })), 1100, 'under half: the context is kept');
-    assert.equal(value(await go({ n: 1 })), 1, 'over half: the next run starts in a fresh isolate');
-  });
+  // Half the budget is 1024 DateTimeFormats at 128 MB, 128 at 16 MB (whose budget is 8 MB).
+  for (const [memoryMb, first, more] of [[128, 900, 200], [16, 100, 40]]) {
+    it(`an isolate whose context holds more than half the budget after a run is replaced (${memoryMb} MB)`, async () => {
+      const go = keyed(`const keep = []; module.exports = async (req) => { for (let i = 0; i < req.n; i++) keep.push(new Intl.DateTimeFormat('en')); return keep.length; };`, memoryMb);
+      assert.equal(value(await go({ n: first })), first);
+      assert.equal(value(await go({ n: more })), first + more, 'under half: the context is kept');
+      assert.equal(value(await go({ n: 1 })), 1, 'over half: the next run starts in a fresh isolate');
+    });
+  }
 
   it('a formatter made and dropped in every call never runs out, however many calls', async () => {
     const go = keyed(`module.exports = async (req) => new Intl.DateTimeFormat('en', { timeZone: 'UTC' }).format(req.i * 86400000);`);
@@ -150,22 +168,25 @@ describe('ICU memory held at once', () => {
     assert.match(message, HELD);
   });
 
-  it('an isolate whose discarded contexts held much of it is replaced, not kept', async () => {
-    // A timer left pending makes the context unusable for the next run: it is discarded, but its
-    // objects stay in the isolate until V8 collects them, and a fresh context counts from zero.
-    const s = new Sandbox();
-    try {
-      const run = (code: string) => s.run({ tenantId: 'T', cacheKey: 'k', code, req: {}, limits: { memoryMb: 32, timeoutMs: 10_000 } });
-      const fill = `const keep = []; module.exports = async () => { try { for (;;) keep.push(new Intl.DateTimeFormat('en')); } catch {} setTimeout(() => {}, 1e6); return keep.length; };`;
-      assert.equal(value(await run(fill)), 2048);
-      assert.equal(s.warmIsolates, 0);
-      const little = `module.exports = async () => { new Intl.DateTimeFormat('en'); setTimeout(() => {}, 1e6); return 1; };`;
-      assert.equal(value(await run(little)), 1);
-      assert.equal(s.warmIsolates, 1);
-    } finally {
-      await s.dispose();
-    }
-  });
+  // A quarter of the budget: 16 MB at 128 MB; 2 MB at 16 MB, where a full context holds 8 MB.
+  for (const [memoryMb, full] of [[128, 2048], [16, 256]]) {
+    it(`an isolate whose discarded contexts held much of it is replaced, not kept (${memoryMb} MB)`, async () => {
+      // A timer left pending makes the context unusable for the next run: it is discarded, but its
+      // objects stay in the isolate until V8 collects them, and a fresh context counts from zero.
+      const s = new Sandbox();
+      try {
+        const run = (code: string) => s.run({ tenantId: 'T', cacheKey: 'k', code, req: {}, limits: { memoryMb, timeoutMs: 10_000 } });
+        const fill = `const keep = []; module.exports = async () => { try { for (;;) keep.push(new Intl.DateTimeFormat('en')); } catch {} setTimeout(() => {}, 1e6); return keep.length; };`;
+        assert.equal(value(await run(fill)), full);
+        assert.equal(s.warmIsolates, 0);
+        const little = `module.exports = async () => { new Intl.DateTimeFormat('en'); setTimeout(() => {}, 1e6); return 1; };`;
+        assert.equal(value(await run(little)), 1);
+        assert.equal(s.warmIsolates, 1);
+      } finally {
+        await s.dispose();
+      }
+    });
+  }
 });
 
 describe('locale methods share cached formatters', () => {

@@ -7,7 +7,8 @@
 //   segments and their iterators, Locale's maximize/minimize) and every toLocaleString-style
 //   call that makes a formatter of its own. Past it, each such call is a RangeError thrown
 //   before anything is made, so a loop catching the error cannot go on allocating.
-// - ICU memory held at once by the objects of this context (INTL_LIVE_KB), an estimate per
+// - ICU memory held at once by the objects of this context (LIMITS.maxIntlKb, which the host
+//   derives from the isolate's memory limit, see intlBudgetKb in ../execute.ts), an estimate per
 //   object (INTL_KB, measured on Node 24; a Segments object and its iterators copy their
 //   text, 2 bytes per code unit). An object gives its share back once the garbage collector
 //   has collected it (the runtime's own FinalizationRegistry, whose callback only does
@@ -28,7 +29,6 @@
 // are not counted. The originals stay in this closure: user code never reaches them.
 
 const INTL_RUN_MAX = 10_000;
-const INTL_LIVE_KB = 64 * 1024;
 /** Host memory per object, in KB, rounded up from measurements (ICU's share, not the heap's). */
 const INTL_KB = {
   __proto__: null,
@@ -86,9 +86,9 @@ function intlChargeRun() {
 }
 
 function intlCheckLive(kb) {
-  if (intlLiveKb + kb > INTL_LIVE_KB) {
+  if (intlLiveKb + kb > LIMITS.maxIntlKb) {
     throw new $RangeError(
-      `Intl objects: at most ${INTL_LIVE_KB / 1024} MB of ICU memory (estimated) held at once in an isolate; objects count until they are garbage-collected, so keep and reuse formatters instead of making one per item.`,
+      `Intl objects: at most ${LIMITS.maxIntlKb / 1024} MB of ICU memory (estimated) held at once in an isolate; objects count until they are garbage-collected, so keep and reuse formatters instead of making one per item.`,
     );
   }
 }

@@ -19,8 +19,8 @@
 const G = globalThis;
 delete G.__coffer_port; // how H came in (see ../runtime.ts)
 /** Set by control('arm', …) at the start of every call (see limits in ../execute.ts). */
-const LIMIT_NAMES = ['maxIoBytes', 'maxConsoleLines', 'maxTimers', 'maxTimersPerRun', 'maxPendingCalls', 'maxCallsPerRun'];
-const LIMITS = { __proto__: null, maxIoBytes: 0, maxConsoleLines: 0, maxTimers: 0, maxTimersPerRun: 0, maxPendingCalls: 0, maxCallsPerRun: 0 };
+const LIMIT_NAMES = ['maxIoBytes', 'maxConsoleLines', 'maxTimers', 'maxTimersPerRun', 'maxPendingCalls', 'maxCallsPerRun', 'maxIntlKb'];
+const LIMITS = { __proto__: null, maxIoBytes: 0, maxConsoleLines: 0, maxTimers: 0, maxTimersPerRun: 0, maxPendingCalls: 0, maxCallsPerRun: 0, maxIntlKb: 0 };
 let armed = false;
 /** The host's number of the current call (0 between calls): every message to the host carries it. */
 let callNo = 0;
