@@ -74,7 +74,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const metrics = config.metricsToken ? new Metrics({ db, log, jobKinds: () => Object.keys(jobHandlers) }) : undefined;
   // The one sandbox for user code (reactors, proxy transforms): isolates are kept warm per tenant and code version.
   // Its observer counts every run, whoever asked for it.
-  const sandbox = new Sandbox({ onRun: metrics?.observeRun });
+  const sandbox = new Sandbox({ maxWarmBytes: config.sandboxWarmMemoryMb * 1024 * 1024, onRun: metrics?.observeRun });
   metrics?.watchSandbox(sandbox);
   const reactors = createReactorService({
     db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log, notifier, cacheSeconds: config.authCacheSeconds,

@@ -39,6 +39,8 @@ export type Config = {
   reactorAsyncTimeoutMs: number;
   reactorMemoryMb: number;
   reactorConcurrency: number;
+  /** What the sandbox's idle warm isolates (reactors and proxy transforms) may hold together, in MiB. */
+  sandboxWarmMemoryMb: number;
   /** Bearer token for GET /metrics; unset, there are no metrics at all. */
   metricsToken: string | undefined;
   /** Serve /metrics on this port instead of the API port (required with `serve --workers N` > 1). */
@@ -86,6 +88,7 @@ export function loadConfig(env: Env = process.env): Config {
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
     reactorMemoryMb: read.int('REACTOR_MEMORY_MB', 128, 8, 4096),
     reactorConcurrency: read.int('REACTOR_CONCURRENCY', 8, 1, 1000),
+    sandboxWarmMemoryMb: read.int('SANDBOX_WARM_MEMORY_MB', 512, 0, 1_048_576),
     jobPollMs: read.int('JOB_POLL_MS', 500, 10, 60_000),
     jobConcurrency: read.int('JOB_CONCURRENCY', 10, 1, 1000),
     jobLeaseSeconds: read.int('JOB_LEASE_SECONDS', 60, 1, 3600),

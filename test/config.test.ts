@@ -35,6 +35,24 @@ describe('DATABASE_STATEMENT_TIMEOUT_MS', () => {
   });
 });
 
+describe('SANDBOX_WARM_MEMORY_MB', () => {
+  it('defaults to 512 MiB; 0 keeps no idle isolate', () => {
+    assert.equal(loadConfig({}).sandboxWarmMemoryMb, 512);
+    assert.equal(loadConfig({ SANDBOX_WARM_MEMORY_MB: '0' }).sandboxWarmMemoryMb, 0);
+    assert.equal(loadConfig({ SANDBOX_WARM_MEMORY_MB: '2048' }).sandboxWarmMemoryMb, 2048);
+  });
+
+  it('refuses a value outside 0–1,048,576, naming the setting', () => {
+    for (const bad of ['-1', '1048577', '512MB', '1.5', 'abc']) {
+      assert.throws(
+        () => loadConfig({ SANDBOX_WARM_MEMORY_MB: bad }),
+        (err: unknown) => err instanceof ConfigError && /SANDBOX_WARM_MEMORY_MB must be a whole number from 0 to 1048576/.test(err.message),
+        bad,
+      );
+    }
+  });
+});
+
 describe('OUTBOUND_ALLOWLIST and COFFER_KEYS', () => {
   const key = Buffer.alloc(32, 7).toString('base64');
 

@@ -66,6 +66,19 @@ describe('the warm isolates\' memory budget', () => {
     assert.equal(pool.bytes, 0);
   });
 
+  it('a budget of 0 (SANDBOX_WARM_MEMORY_MB=0) keeps no idle isolate: every run starts afresh', async () => {
+    const none = new Sandbox({ maxWarmBytes: 0 });
+    try {
+      const code = 'let n = 0; module.exports = async () => ++n;';
+      const run = () => none.run({ tenantId: 'T', cacheKey: 'k', code, req: {}, limits: { memoryMb: 16, timeoutMs: 20_000 } });
+      assert.equal(value(await run()), 1);
+      assert.equal(none.warmIsolates, 0);
+      assert.equal(value(await run()), 1);
+    } finally {
+      await none.dispose();
+    }
+  });
+
   describe('in the sandbox', () => {
     const sb = new Sandbox({ maxWarmBytes: 48 * MB });
     after(() => sb.dispose());
