@@ -39,7 +39,8 @@ export const FILTERS: ReadonlyMap<string, FilterDef> = new Map<string, FilterDef
           throw err;
         }
       },
-      apply: (v, _args, path) => queryJsonPath(path as JsonPath, v),
+      // Null passes through, as in every filter: a wildcard path would otherwise make it [].
+      apply: (v, _args, path) => (v === null || v === undefined ? null : queryJsonPath(path as JsonPath, v)),
     },
   ],
   ['json_stringify', { params: [], apply: (v) => JSON.stringify(v === undefined ? null : v) }],

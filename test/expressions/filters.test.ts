@@ -59,6 +59,9 @@ table('json', [
   { v: 'a string', f: "json: '$.a'", out: null },
   { v: 'a string', f: "json: '$'", out: 'a string' },
   { v: null, f: "json: '$.a'", out: null },
+  // Null in, null out, as every filter but json_stringify and to_string: not an empty list of matches.
+  { v: null, f: "json: '$[*]'", out: null },
+  { v: null, f: "json: '$.items[*].n'", out: null },
   { v: [{ a: 1 }], f: "json: '$[0].a'", out: 1 },
   { v: { a: 1 }, f: "json: 'a.b'", error: /invalid JSON path in argument 1 of json: a JSON path starts with '\$' \(offset 0 of the path\) at 13/, parse: true },
   { v: { a: 1 }, f: "json: '$.a..b'", error: /recursive descent/, parse: true },
