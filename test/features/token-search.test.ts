@@ -496,6 +496,42 @@ describe('token listing and search', () => {
       assert.deepEqual(await found('metadata.order:o-1'), []);
     });
 
+    it('SVC-IDEMPOTENCY-KEY is ignored: a repeated search is checked against the rules of the moment and audited again', async () => {
+      const app = await createApplication(server, {
+        name: 'retrying searcher',
+        type: 'private',
+        rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:search'] }],
+      });
+      const headers = { 'svc-idempotency-key': 'find-visa-1' };
+      const searches = async () => {
+        const res = await call(server, 'GET', '/logs?entity_type=token&entity_id=visa-1&size=100', { key: server.key });
+        return (res.body.data as { operation: string; actor_id: string }[]).filter((e) => e.operation === 'search' && e.actor_id === app.id).length;
+      };
+      const first = await call(server, 'POST', '/v2/tokens/search', { key: app.key, body: { query: 'id:visa-1' }, headers });
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.data[0].data.number, VISA);
+      // The key keeps token:search, but only with the mask: the same request must not read the plaintext again.
+      const narrowed = await call(server, 'PUT', `/applications/${app.id}`, {
+        key: server.key,
+        body: { name: 'retrying searcher', rules: [{ priority: 1, container: '/pci/', transform: 'mask', permissions: ['token:search'] }] },
+      });
+      assert.equal(narrowed.status, 200, narrowed.text);
+      const again = await call(server, 'POST', '/v2/tokens/search', { key: app.key, body: { query: 'id:visa-1' }, headers });
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.headers.get('svc-idempotent-replayed'), null);
+      assert.equal(again.body.data[0].data.number, '424242XXXXXX4242');
+      assert.ok(!again.text.includes(VISA));
+      const restored = await call(server, 'PUT', `/applications/${app.id}`, {
+        key: server.key,
+        body: { name: 'retrying searcher', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:search'] }] },
+      });
+      assert.equal(restored.status, 200, restored.text);
+      await call(server, 'POST', '/v2/tokens/search', { key: app.key, body: { query: 'id:visa-1' }, headers });
+      assert.equal(await searches(), 2, 'each revealing search has its audit entry');
+      const stored = await sql.query('SELECT count(*)::int AS n FROM idempotency_keys WHERE tenant_id = $1 AND actor_id = $2', [server.tenantId, app.id]);
+      assert.equal(stored.rows[0].n, 0);
+    });
+
     it('security', async () => {
       await assertAuthCases(server, { method: 'POST', path: '/v2/tokens/search', permissions: ['token:search'], type: 'private', body: { query: 'type:card' } });
     });

@@ -48,7 +48,9 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
   });
 
   r.post('/v2/tokens/search', {
-    config: { access: { permissions: ['token:search'] } },
+    // Never replayed, as POST /detokenize: a search changes nothing, and a stored reply would
+    // show token data again without the rules of the moment or an audit entry.
+    config: { access: { permissions: ['token:search'] }, idempotent: false },
     schema: { tags, summary: 'Search tokens: field:value terms joined by AND/OR', body: SearchTokensBody, response: { 200: CursorPage(TokenSchema), ...problems(...WRITE) } },
   }, async (request) => {
     const page = await tokens.search(principalOf(request), request.body);
