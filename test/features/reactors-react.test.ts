@@ -7,6 +7,7 @@ import { call, createApplication, createOtherTenant, createToken, type Response 
 import { createReactorCallers } from '../helpers/reactor-callers.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { assertAuthCases } from '../helpers/security.ts';
+import { until } from '../helpers/until.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
@@ -615,6 +616,35 @@ describe('POST /reactors/{id}/react', () => {
       assert.equal(receiver.at(path)[0].body, SECRET);
       assert.deepEqual(seen, { uses: usesBefore + 1, reacts: 1, invoked: 1, completed: 0 });
       assert.deepEqual((await eventsOf(id)).map((e) => e.type), ['reactor.invoked', 'reactor.completed']);
+    });
+
+    it("reactor.invoked's request id answers 202 pending while the run is under way, then the run's answer", async () => {
+      const id = await reactor(`module.exports = async (req) => {
+        const res = await fetch(req.args.url);
+        return { raw: { status: res.status } };
+      };`);
+      const path = `/in-flight-${randomUUID()}`;
+      const release = receiver.hold(path);
+      const answered = react(id, { args: { url: receiver.url(path) } });
+      try {
+        // The code's fetch has arrived, so reactor.invoked is on record and a webhook may deliver it.
+        await until(() => receiver.at(path).length === 1, 'the reactor to call out');
+        const [invoked] = await eventsOf(id);
+        assert.equal(invoked.type, 'reactor.invoked');
+        const pending = await call(server, 'GET', `/reactors/${id}/results/${invoked.payload.request_id}`, { key: invoker.key });
+        assert.equal(pending.status, 202, pending.text);
+        assert.deepEqual(pending.body, { status: 'pending' });
+      } finally {
+        release();
+      }
+      const res = await answered;
+      assert.equal(res.status, 200, res.text);
+      const events = await eventsOf(id);
+      assert.deepEqual(events.map((e) => e.type), ['reactor.invoked', 'reactor.completed']);
+      const done = await call(server, 'GET', `/reactors/${id}/results/${events[0].payload.request_id}`, { key: invoker.key });
+      assert.equal(done.status, 200, done.text);
+      assert.deepEqual(done.body, res.body);
+      assert.deepEqual(done.body, { raw: { status: 200 } });
     });
 
     it('a failed run records reactor.invoked and reactor.failed with the status', async () => {

@@ -33,12 +33,12 @@ import {
   findResult,
   insertPendingResult,
   insertReactor,
-  insertSettledResultsStatement,
+  insertResultsStatement,
   listReactors,
   updateReactor,
   type ReactorRow,
   type ReactorResultRow,
-  type SettledResultRow,
+  type ResultWrite,
 } from './store.ts';
 
 export type ReactorInput = { name: string; code: string; configuration: Record<string, string>; application?: { id: string } | null };
@@ -75,7 +75,7 @@ export function createReactorService(deps: {
   cacheSeconds: number;
 }) {
   const { db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log, notifier } = deps;
-  const resultTable = groupCommit.table<SettledResultRow>('reactor_results', { insert: insertSettledResultsStatement });
+  const resultTable = groupCommit.table<ResultWrite>('reactor_results', { insert: insertResultsStatement });
   // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
   const gate = new Gate(limits.concurrency, { maxQueue: limits.concurrency * 10, refuse: () => new BusyError() });
   // A run under an idempotency key is inside its request's transaction, so it holds one of the
@@ -273,9 +273,12 @@ export function createReactorService(deps: {
    * A sync invocation's audit entries and reactor.invoked, written before anything leaves
    * Coffer: when the code first calls out (fetch, a token operation, a tokenize block), or
    * else in one write with reactor.completed before the reply. Until then the data is only
-   * in the isolate, which can reach nothing but through those calls.
+   * in the isolate, which can reach nothing but through those calls. `atEgress` is written
+   * only in the first case: the run's pending result, so that the request id reactor.invoked
+   * has made known answers 202 while the run goes on (in the second case the settled result
+   * is written with it).
    */
-  function auditBeforeEgress(items: Item[]) {
+  function auditBeforeEgress(items: Item[], atEgress: Item[]) {
     let written: Promise<unknown> | undefined;
     // Never in the request's transaction (one under an idempotency key commits only with the
     // reply, and rolls back when the run fails): what the run did is on record whatever its answer.
@@ -287,7 +290,7 @@ export function createReactorService(deps: {
         : groupCommit.write(batch);
     return {
       flush: async (): Promise<void> => {
-        await (written ??= write(items));
+        await (written ??= write([...items, ...atEgress]));
       },
       /** Writes `last`, with the items if they are not written yet. */
       async finish(last: Item[]): Promise<void> {
@@ -444,7 +447,7 @@ export function createReactorService(deps: {
         // The stored id: the path may spell the UUID in upper case.
         logs.item(principal, { entityType: 'reactor', entityId: reactor.id, operation: 'react', message: `Reactor invoked (request ${requestId})` }),
         events.item(principal.tenantId, 'reactor.invoked', reactor.id, { reactor_id: reactor.id, request_id: requestId }),
-      ]);
+      ], [resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, status: 'pending', ciphertext: null, data_key_id: null })]);
       let outcome: Outcome;
       try {
         outcome = await execute(reactor, async () => principal, plain, limits.syncTimeoutMs, audit.flush);

@@ -114,20 +114,25 @@ export async function deleteOldResultsAcrossTenants(db: Database, days: number):
   return rows.length;
 }
 
-/** A finished run's result as written in one go (a synchronous run's), sealed like an async one's. */
-export type SettledResultRow = Pick<ReactorResultRow, 'id' | 'reactor_id'> & {
-  tenant_id: string;
-  status: 'completed' | 'failed';
-  ciphertext: Buffer;
-  data_key_id: string;
-};
+/**
+ * A run's result as a group commit writes it: pending from a synchronous run's first call out
+ * (its request id is then on record in reactor.invoked), then settled.
+ */
+export type ResultWrite = Pick<ReactorResultRow, 'id' | 'reactor_id' | 'status' | 'ciphertext' | 'data_key_id'> & { tenant_id: string };
 
-/** The INSERT of settled results (any tenants), for a group commit. */
-export function insertSettledResultsStatement(rows: SettledResultRow[]): Statement {
+/**
+ * The INSERT of results (any tenants), for a group commit. A settled result takes the place of
+ * the pending row its run wrote earlier, never of one already settled (nor of another tenant's
+ * or reactor's row). A run's pending and settled rows are never in one batch: it settles only
+ * once its pending row is written.
+ */
+export function insertResultsStatement(rows: ResultWrite[]): Statement {
   return {
-    sql: `INSERT INTO reactor_results (id, tenant_id, reactor_id, status, ciphertext, data_key_id, completed_at)
-     SELECT id, tenant_id, reactor_id, status, ciphertext, data_key_id, now()
-     FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::bytea[], $6::uuid[]) AS t (id, tenant_id, reactor_id, status, ciphertext, data_key_id)`,
+    sql: `INSERT INTO reactor_results AS r (id, tenant_id, reactor_id, status, ciphertext, data_key_id, completed_at)
+     SELECT id, tenant_id, reactor_id, status, ciphertext, data_key_id, CASE WHEN status = 'pending' THEN NULL ELSE now() END
+     FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::bytea[], $6::uuid[]) AS t (id, tenant_id, reactor_id, status, ciphertext, data_key_id)
+     ON CONFLICT (id) DO UPDATE SET status = excluded.status, ciphertext = excluded.ciphertext, data_key_id = excluded.data_key_id, completed_at = excluded.completed_at
+     WHERE r.status = 'pending' AND r.tenant_id = excluded.tenant_id AND r.reactor_id = excluded.reactor_id`,
     params: [
       rows.map((r) => r.id),
       rows.map((r) => r.tenant_id),
