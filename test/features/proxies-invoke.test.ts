@@ -294,13 +294,17 @@ describe('proxy invocation', () => {
         'x-hop': 'dropped',
         connection: 'keep-alive, x-hop',
         'keep-alive': 'timeout=9',
+        // Addressed to the proxy on the way, which Coffer is; and Coffer has already read the body.
+        'proxy-authorization': 'Basic cHJveHk=',
+        'proxy-trace': 'dropped',
+        expect: '100-continue',
       }, '{}');
       assert.equal(res.status, 200, res.text);
       const h = res.body.headers;
       assert.equal(h.authorization, 'Bearer dest-credential');
       assert.equal(h['x-custom'], 'kept');
       assert.equal(h['content-type'], 'application/json');
-      for (const gone of ['svc-api-key', 'svc-proxy-key', 'svc-proxy-keep-alive', 'svc-proxy-connection', 'x-hop', 'keep-alive']) {
+      for (const gone of ['svc-api-key', 'svc-proxy-key', 'svc-proxy-keep-alive', 'svc-proxy-connection', 'x-hop', 'keep-alive', 'proxy-authorization', 'proxy-trace', 'expect']) {
         assert.equal(h[gone], undefined, `${gone} must not be forwarded`);
       }
     });
@@ -540,7 +544,7 @@ describe('proxy invocation', () => {
         const { body, headers, method, path, query } = req.args;
         return {
           body: { wrapped: body, method, path, query, last4: body.number.slice(-4) },
-          headers: { ...headers, authorization: 'Basic ' + req.configuration.CREDENTIAL, 'x-bt': String(req.bt === null) },
+          headers: { ...headers, authorization: 'Basic ' + req.configuration.CREDENTIAL, 'x-bt': String(req.bt === null), host: 'other.example', expect: '100-continue', 'proxy-trace': 't' },
         };
       };`;
       const p = await proxy({ request_transform: { code }, configuration: { CREDENTIAL: 'c2VjcmV0' } }, '/reqtx');
@@ -550,6 +554,10 @@ describe('proxy invocation', () => {
       assert.deepEqual(sent, { wrapped: { number: PAN }, method: 'POST', path: '/pay', query: { a: ['1', '2'] }, last4: '1111' });
       assert.equal(res.body.headers.authorization, 'Basic c2VjcmV0');
       assert.equal(res.body.headers['x-bt'], 'true', 'no application: bt is null');
+      // Not sent, as when a caller sends them.
+      assert.equal(res.body.headers.host, `127.0.0.1:${dest.port}`);
+      assert.equal(res.body.headers.expect, undefined);
+      assert.equal(res.body.headers['proxy-trace'], undefined);
       // A JSON body without expressions reaches the code parsed too; text as a string.
       const probe = `module.exports = async (req) => ({ body: { type: typeof req.args.body, body: req.args.body } });`;
       const q = await proxy({ request_transform: { code: probe } }, '/reqtx-kinds');
