@@ -256,6 +256,17 @@ describe('asynchronous reactor runs', () => {
       assert.deepEqual(await eventsOf(id), []);
     });
 
+    it('args that are not an object (nor null) are a 400 on body.args, and nothing is queued', async () => {
+      const id = await reactor(`module.exports = async () => ({});`);
+      for (const args of [['a'], 'plain', 7]) {
+        const res = await call(server, 'POST', `/reactors/${id}/react-async`, { key: invoker.key, body: { args } });
+        assertProblem(res, 400);
+        assert.ok(res.body.errors?.['body.args'], `${JSON.stringify(args)}: ${res.text}`);
+      }
+      assert.equal((await sql.query(`SELECT count(*)::int AS n FROM jobs WHERE payload->>'reactor_id' = $1`, [id])).rows[0].n, 0);
+      assert.deepEqual(await eventsOf(id), []);
+    });
+
     it('answers 404 for an unknown reactor', async () => {
       assertProblem(await call(server, 'POST', `/reactors/${randomUUID()}/react-async`, { key: invoker.key, body: {} }), 404);
     });

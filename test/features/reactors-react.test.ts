@@ -167,6 +167,16 @@ describe('POST /reactors/{id}/react', () => {
       assert.deepEqual((await reacted(id, { args: { a: [1, { b: 'c' }] } })).raw.args, { a: [1, { b: 'c' }] });
     });
 
+    it('args that are not an object (nor null) are a 400 on body.args, and nothing runs', async () => {
+      const id = await reactor(ECHO);
+      for (const args of [[1, 2], 'plain', `{{ ${secret} }}`, 42, true]) {
+        const res = await react(id, { args });
+        assertProblem(res, 400);
+        assert.ok(res.body.errors?.['body.args'], `${JSON.stringify(args)}: ${res.text}`);
+      }
+      assert.deepEqual(await eventsOf(id), [], 'no run, no event');
+    });
+
     it('answers with an empty Reactor Response when the code returns nothing or no raw', async () => {
       assert.deepEqual(await reacted(await reactor(`module.exports = async () => {};`)), {});
       assert.deepEqual(await reacted(await reactor(`module.exports = async () => ({});`)), {});

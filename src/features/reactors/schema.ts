@@ -51,12 +51,15 @@ export const ListReactorsQuery = Type.Object({
 /** Also once normalised (the service checks that). */
 export const MAX_CALLBACK_URL_LENGTH = 2000;
 
+/** The spec's `args`: an object (its values any JSON) or null, the default. */
+const Args = Nullable(Type.Object({}, { description: 'Arguments; their strings may hold detokenization expressions {{ <token_id> }}' }), { type: ['object', 'null'] });
+
 export const ReactBody = Type.Object({
-  args: Type.Optional(Type.Unknown({ description: 'Arguments; may hold detokenization expressions {{ <token_id> }}' })),
+  args: Type.Optional(Args),
   callback_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: MAX_CALLBACK_URL_LENGTH }), { deprecated: true })),
 });
 
-export const ReactAsyncBody = Type.Object({ args: Type.Optional(Type.Unknown()) });
+export const ReactAsyncBody = Type.Object({ args: Type.Optional(Args) });
 
 export const ReactorResponse = Type.Object({
   tokens: Type.Optional(Type.Unknown()),
