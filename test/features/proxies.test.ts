@@ -131,6 +131,9 @@ describe('proxies API', () => {
         ['http:api.processor.example/in?q=1', 'http://api.processor.example/in?q=1'],
         ['https://api.processor.example\\v1\\', 'https://api.processor.example/v1/'],
         ['https://präfix.example/ä?q=ü', 'https://xn--prfix-hra.example/%C3%A4?q=%C3%BC'],
+        // A fragment is never sent: the path and query of each invocation go where it stood.
+        ['https://api.processor.example/v1#section', 'https://api.processor.example/v1'],
+        ['https://api.processor.example/v1/?merchant=7#', 'https://api.processor.example/v1/?merchant=7'],
         // Already normalised: kept as written, trailing slash or none, query and all.
         ['https://api.processor.example/v1', 'https://api.processor.example/v1'],
         ['https://api.processor.example/v1/?merchant=7&x=a%20b', 'https://api.processor.example/v1/?merchant=7&x=a%20b'],
