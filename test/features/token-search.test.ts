@@ -294,6 +294,29 @@ describe('token listing and search', () => {
       }
     });
 
+    it('bt.tokens.list takes the filters of this endpoint, and refuses a member it does not know instead of listing everything', async () => {
+      const { tokens, authenticator } = server.running.services;
+      const sdk = createTokenSdk(await authenticator.authenticate(admin), tokens, async () => null);
+      const listed = async (query: unknown) => sorted(ids(((await sdk['tokens.list'](query)) as { data: Token[] }).data));
+      assert.deepEqual(await listed({ type: 'card_number', size: 100 }), [t.amexNumber.id]);
+      assert.deepEqual(await listed({ type: ['card_number'], size: 100 }), [t.amexNumber.id]);
+      assert.deepEqual(await listed({ id: 'visa-1' }), ['visa-1']);
+      assert.deepEqual(await listed({ container: '/pci/low/', size: 100 }), [t.visaLow.id]);
+      assert.deepEqual(await listed({ fingerprint: t.visa.fingerprint, size: 100 }), sorted(ids([t.visa, t.visaAgain])));
+      assert.deepEqual(await listed({ 'metadata.customer': 'c-2', size: 100 }), sorted(ids([t.visaLow, t.amexNumber])));
+      for (const [query, field] of [
+        [{ color: 'red' }, 'query.color'],
+        [{ type: 'lizard' }, 'query.type'],
+        [{ fingerprint: '' }, 'query.fingerprint'],
+      ] as const) {
+        await assert.rejects(sdk['tokens.list'](query), (err: { status?: number; errors?: Record<string, string[]> }) => {
+          assert.equal(err.status, 400, JSON.stringify(query));
+          assert.ok(Object.keys(err.errors ?? {}).some((k) => k.startsWith(field)), `${JSON.stringify(query)}: ${JSON.stringify(err.errors)}`);
+          return true;
+        });
+      }
+    });
+
     it('security', async () => {
       await assertAuthCases(server, { method: 'GET', path: '/v2/tokens', permissions: ['token:read'], type: 'private' });
     });
