@@ -79,16 +79,15 @@ const card: TokenTypeDefinition = {
     else cardNumber(obj.number, `${field}.number`, errors);
     const month = obj.expiration_month;
     const year = obj.expiration_year;
-    if (month !== undefined && (!Number.isInteger(month) || (month as number) < 1 || (month as number) > 12)) {
-      errors.add(`${field}.expiration_month`, 'must be a whole number from 1 to 12');
-    }
-    if (year !== undefined && (!Number.isInteger(year) || (year as number) < 1000 || (year as number) > 9999)) {
-      errors.add(`${field}.expiration_year`, 'must be a four-digit year');
-    }
+    const validMonth = Number.isInteger(month) && (month as number) >= 1 && (month as number) <= 12;
+    const validYear = Number.isInteger(year) && (year as number) >= 1000 && (year as number) <= 9999;
+    if (month !== undefined && !validMonth) errors.add(`${field}.expiration_month`, 'must be a whole number from 1 to 12');
+    if (year !== undefined && !validYear) errors.add(`${field}.expiration_year`, 'must be a four-digit year');
     if ((month === undefined) !== (year === undefined)) {
       errors.add(`${field}.${month === undefined ? 'expiration_month' : 'expiration_year'}`, 'is required with the other expiration field');
     }
-    if (Number.isInteger(month) && Number.isInteger(year)) {
+    // Only a valid date can be in the past: a two-digit year 30 is one error, not also "expired".
+    if (validMonth && validYear) {
       const now = new Date();
       const y = now.getUTCFullYear();
       if ((year as number) < y || ((year as number) === y && (month as number) < now.getUTCMonth() + 1)) {

@@ -243,7 +243,10 @@ describe('POST /tokens', () => {
       assertInvalid(await create(card({ expiration_month: '12' })), 'body.data.expiration_month');
       assertInvalid(await create(card({ expiration_month: 6.5 })), 'body.data.expiration_month');
       assertInvalid(await create(card({ expiration_year: THIS_YEAR - 1 })), 'body.data.expiration_year');
-      assertInvalid(await create(card({ expiration_year: 30 })), 'body.data.expiration_year');
+      // A two-digit year is one error, not also "expired".
+      const twoDigits = await create(card({ expiration_year: 30 }));
+      assertInvalid(twoDigits, 'body.data.expiration_year');
+      assert.deepEqual(twoDigits.body.errors['body.data.expiration_year'], ['must be a four-digit year']);
       assertInvalid(await create({ type: 'card', data: { number: VISA, expiration_month: 12 } }), 'body.data.expiration_year');
       assertInvalid(await create({ type: 'card', data: { number: VISA, expiration_year: YEAR } }), 'body.data.expiration_month');
       // The current month is still valid: a card expires at the end of its month.
