@@ -292,6 +292,12 @@ describe('reactors API', () => {
       assert.deepEqual(upper.data.map((r) => r.name), [names.beta]);
     });
 
+    it('takes a name filter of 1 to 200 characters', async () => {
+      assert.deepEqual((await list(`?name=${'x'.repeat(200)}`)).data, []);
+      assertInvalid(await call(server, 'GET', `/reactors?name=${'x'.repeat(201)}`, { key: server.key }), 'query.name');
+      assertInvalid(await call(server, 'GET', `/reactors?name=`, { key: server.key }), 'query.name');
+    });
+
     it('treats % and _ in the name as plain characters', async () => {
       const tag = tagOf();
       assert.deepEqual((await list(`?name=${encodeURIComponent(`_${tag}%`)}`)).data.map((r) => r.name), [names.odd]);
@@ -311,6 +317,9 @@ describe('reactors API', () => {
       assert.deepEqual(unknown.data, []);
       assert.equal(unknown.pagination.total_items, 0);
       assertInvalid(await call(server, 'GET', `/reactors?id=nope`, { key: server.key }), 'query.id[0]');
+      const many = Array.from({ length: 101 }, () => `id=${randomUUID()}`).join('&');
+      assertInvalid(await call(server, 'GET', `/reactors?${many}`, { key: server.key }), 'query.id');
+      assert.equal((await list(`?${Array.from({ length: 100 }, () => `id=${randomUUID()}`).join('&')}`)).pagination.total_items, 0);
     });
 
     it('combines the id and name filters', async () => {
