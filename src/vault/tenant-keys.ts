@@ -91,7 +91,8 @@ export class Vault {
   async expressionKeys(tenantId: string): Promise<(name: string) => KeyObject | undefined> {
     const { indexKey } = await this.keys(tenantId);
     return (name) => {
-      if (name.length === 0 || name.length > 100) return undefined;
+      // Characters (code points), as the docs count them, not UTF-16 units.
+      if (name.length === 0 || name.length > 200 || [...name].length > 100) return undefined;
       return createSecretKey(Buffer.from(hkdfSync('sha256', indexKey, Buffer.alloc(0), `expression-hmac\u0000${name}`, 32)));
     };
   }

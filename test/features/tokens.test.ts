@@ -463,7 +463,9 @@ describe('POST /tokens', () => {
       const detokenized = await call(server, 'POST', '/detokenize', { key: reveal, body: { v: `{{ ${a.id} | hmac: 'customer-join' }}` } });
       assert.equal(detokenized.status, 200, detokenized.text);
       assert.equal(detokenized.body.v, a.data);
-      for (const name of ['', 'n'.repeat(101)]) assertInvalid(await create(mask(name)), 'body.mask');
+      for (const name of ['', 'n'.repeat(101), '🔑'.repeat(101)]) assertInvalid(await create(mask(name)), 'body.mask');
+      // Characters, not UTF-16 units: 100 emoji are 200 units and still a name.
+      assert.match((await created(mask('🔑'.repeat(100)))).data, /^[0-9a-f]{64}$/);
     });
   });
 
