@@ -1,4 +1,5 @@
 import { isContainer } from '../access/rules.ts';
+import { TOKEN_ID_PATTERN } from '../features/tokens/schema.ts';
 import { TOKEN_TYPE_NAMES } from '../vault/token-types.ts';
 
 /**
@@ -16,6 +17,10 @@ export class SearchQueryError extends Error {}
 
 const FIELDS = new Set(['id', 'type', 'container', 'fingerprint', 'data']);
 const MAX_TERMS = 50;
+const TOKEN_ID = new RegExp(TOKEN_ID_PATTERN);
+/** As the list filters bound them (GET /tokens, GET /v2/tokens). */
+const MAX_FINGERPRINT = 100;
+const MAX_METADATA_VALUE = 500;
 
 type Lexeme = { t: 'word' | 'string' | '(' | ')' | 'AND' | 'OR'; v: string; at: number };
 
@@ -89,6 +94,15 @@ export function parseSearchQuery(src: string): SearchNode {
     // Values no token can hold are refused as the list filters refuse them, not matched to nothing.
     if (field === 'type' && !TOKEN_TYPE_NAMES.includes(value)) {
       throw new SearchQueryError(`"${value}" is not a token type at ${at} (types: ${TOKEN_TYPE_NAMES.join(', ')})`);
+    }
+    if (field === 'id' && !TOKEN_ID.test(value)) {
+      throw new SearchQueryError(`"${value.slice(0, 50)}" is not a token id at ${at} (1 to 200 letters, digits, "_", "." or "-")`);
+    }
+    if (field === 'fingerprint' && value.length > MAX_FINGERPRINT) {
+      throw new SearchQueryError(`fingerprint at ${at} is longer than ${MAX_FINGERPRINT} characters`);
+    }
+    if (field.startsWith('metadata.') && value.length > MAX_METADATA_VALUE) {
+      throw new SearchQueryError(`the value of "${field}" at ${at} is longer than ${MAX_METADATA_VALUE} characters`);
     }
     if (field === 'container' && !isContainer(value)) {
       throw new SearchQueryError(`container "${value}" must be a path of lowercase segments that starts and ends with "/" at ${at}, e.g. /pci/high/`);

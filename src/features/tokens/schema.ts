@@ -6,8 +6,10 @@ import { TOKEN_TYPE_NAMES } from '../../vault/token-types.ts';
 /**
  * Caller-chosen ids: letters, digits, `_ - .`, so they can appear in detokenization expressions;
  * never `.` or `..`, which URL normalisation turns into another path (no /tokens/{id} could reach them).
+ * Token search (src/search/query.ts) checks its `id:` terms with the same pattern.
  */
-export const TokenId = Type.String({ pattern: '^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,200}$', description: 'Token id (UUID, or caller-chosen)' });
+export const TOKEN_ID_PATTERN = '^(?!\\.\\.?$)[A-Za-z0-9_.-]{1,200}$';
+export const TokenId = Type.String({ pattern: TOKEN_ID_PATTERN, description: 'Token id (UUID, or caller-chosen)' });
 const Container = Type.String({ minLength: 1, maxLength: 500 });
 /** The most metadata keys a token holds (also checked after a merge patch adds keys). */
 export const MAX_METADATA_KEYS = 50;
