@@ -97,9 +97,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     }
     const { tenantId, actorId } = request.principal;
     const secrets = keySecrets(await keyMaterial(tenantId, actorId, key));
-    const hash = createHmac('sha256', secrets.mac)
-      .update(`${request.method} ${request.url}\n${JSON.stringify(request.body ?? null)}`)
-      .digest();
+    const hash = requestHash(secrets.mac, request, canonicalJson(request.body));
 
     const tx = await db.pool.connect();
     let keep = false;
@@ -191,6 +189,25 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
 }
 
 type KeySecrets = { id: Buffer; enc: KeyObject; mac: Buffer };
+
+/** What tells one request from another under a key: method, path with query, and body. */
+function requestHash(mac: Buffer, request: FastifyRequest, body: string): Buffer {
+  return createHmac('sha256', mac).update(`${request.method} ${request.url}\n${body}`).digest();
+}
+
+/**
+ * The body with every object's keys sorted. JSON objects are unordered (RFC 8259), so a client
+ * that re-serialises its request for a retry, or spells out a default, sends the same request
+ * and must get the replay, not a 422. Array order is kept: it is part of the value. Bodies are
+ * at most 128 levels deep (json-body.ts), so the recursion of JSON.stringify is bounded.
+ */
+function canonicalJson(body: unknown): string {
+  return JSON.stringify(body ?? null, (_key, value: unknown) =>
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : value,
+  );
+}
 
 /**
  * Server-held material for a key: a tenant-keyed HMAC of (caller, idempotency key), so that

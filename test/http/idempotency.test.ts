@@ -179,6 +179,30 @@ describe('SVC-IDEMPOTENCY-KEY', () => {
     assert.equal(put.status, 422);
   });
 
+  it('replays the same JSON sent with its keys in another order, or with a default spelt out', async () => {
+    const key = randomUUID();
+    const send = (raw: string) =>
+      call(server, 'POST', '/applications', { key: server.key, raw, contentType: 'application/json', headers: { [HEADER]: key } });
+    const first = await send('{"name":"reordered","type":"private","permissions":["token:read","token:use"]}');
+    assert.equal(first.status, 201, first.text);
+    // JSON objects are unordered (RFC 8259): a client re-serialising its request on retry sends the same request.
+    for (const raw of [
+      '{"type":"private","permissions":["token:read","token:use"],"name":"reordered"}',
+      '{"name":"reordered","type":"private","permissions":["token:read","token:use"],"create_key":true,"rules":[]}',
+    ]) {
+      const again = await send(raw);
+      assert.equal(again.status, 201, `${raw}: ${again.text}`);
+      assert.equal(again.headers.get('svc-idempotent-replayed'), 'true');
+      assert.equal(again.text, first.text);
+    }
+    assert.equal((await appsNamed('reordered')).length, 1);
+    // Arrays keep their order: that is a different request.
+    const swapped = await call(server, 'POST', '/applications', {
+      key: server.key, body: { name: 'reordered', type: 'private', permissions: ['token:use', 'token:read'] }, headers: { [HEADER]: key },
+    });
+    assert.equal(swapped.status, 422);
+  });
+
   it('rejects a malformed key with 400', async () => {
     for (const bad of ['k'.repeat(300), 'has space', 'ünïcode']) {
       const res = await call(server, 'POST', '/applications', { key: server.key, body: appBody('bad key'), headers: { [HEADER]: bad } });
