@@ -177,6 +177,17 @@ describe('POST /reactors/{id}/react', () => {
       assert.deepEqual(await eventsOf(id), [], 'no run, no event');
     });
 
+    it('a member the body does not have (a misspelt args) is a 400 naming it, and nothing runs', async () => {
+      const id = await reactor(ECHO);
+      const res = await react(id, { arg: { a: 1 } });
+      assertProblem(res, 400);
+      assert.ok(res.body.errors?.['body.arg'], res.text);
+      const asyncRes = await call(server, 'POST', `/reactors/${id}/react-async`, { key: invoker.key, body: { args: {}, callback_url: 'https://example.com/' } });
+      assertProblem(asyncRes, 400);
+      assert.ok(asyncRes.body.errors?.['body.callback_url'], asyncRes.text);
+      assert.deepEqual(await eventsOf(id), [], 'no run, no event');
+    });
+
     it('answers with an empty Reactor Response when the code returns nothing or no raw', async () => {
       assert.deepEqual(await reacted(await reactor(`module.exports = async () => {};`)), {});
       assert.deepEqual(await reacted(await reactor(`module.exports = async () => ({});`)), {});

@@ -185,6 +185,11 @@ describe('reactors API', () => {
       assert.ok(!list.body.data.some((r: any) => r.application?.id === foreign.body.id || r.application?.id === managementId), 'nothing was created');
     });
 
+    it('refuses a member a reactor does not have, such as the proxies\' application_id, instead of dropping it', async () => {
+      assertInvalid(await create({ ...REACTOR, application_id: managementId }), 'body.application_id');
+      assertInvalid(await create({ ...REACTOR, application: { id: managementId, name: 'x' } }), 'body.application.name');
+    });
+
     it('reports every invalid field at once', async () => {
       const res = await create({ name: 'n'.repeat(201), code: 'module.exports = (', configuration: { A: 2 } });
       assert.equal(res.status, 400, res.text);

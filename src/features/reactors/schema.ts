@@ -5,7 +5,7 @@ import { OffsetQuery } from '../../http/pagination.ts';
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Code = Type.String({ minLength: 1, maxLength: 50_000 });
 const Configuration = StringMap({ minLength: 1, maxLength: 200 }, Type.String({ maxLength: 10_000 }), { maxProperties: 100 });
-const ApplicationRef = Type.Object({ id: Uuid });
+const ApplicationRef = Type.Object({ id: Uuid }, { additionalProperties: false });
 
 export const ReactorSchema = Type.Object({
   id: Uuid,
@@ -20,12 +20,18 @@ export const ReactorSchema = Type.Object({
   modified_at: Type.Optional(Timestamp),
 });
 
-export const ReactorBody = Type.Object({
-  name: Name,
-  code: Code,
-  configuration: Configuration,
-  application: Type.Optional(Nullable(ApplicationRef, { type: ['object', 'null'] })),
-});
+// Unknown members are refused, as in PATCH and the proxies' bodies: a misspelt field (the
+// proxies' `application_id`, say) would otherwise be dropped without a word, leaving a reactor
+// with no application, or a run with no args.
+export const ReactorBody = Type.Object(
+  {
+    name: Name,
+    code: Code,
+    configuration: Configuration,
+    application: Type.Optional(Nullable(ApplicationRef, { type: ['object', 'null'] })),
+  },
+  { additionalProperties: false },
+);
 
 /**
  * PATCH: an RFC 7386 merge patch over the same fields. `configuration` merges key by key
@@ -54,12 +60,15 @@ export const MAX_CALLBACK_URL_LENGTH = 2000;
 /** The spec's `args`: an object (its values any JSON) or null, the default. */
 const Args = Nullable(Type.Object({}, { description: 'Arguments; their strings may hold detokenization expressions {{ <token_id> }}' }), { type: ['object', 'null'] });
 
-export const ReactBody = Type.Object({
-  args: Type.Optional(Args),
-  callback_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: MAX_CALLBACK_URL_LENGTH }), { deprecated: true })),
-});
+export const ReactBody = Type.Object(
+  {
+    args: Type.Optional(Args),
+    callback_url: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: MAX_CALLBACK_URL_LENGTH }), { deprecated: true })),
+  },
+  { additionalProperties: false },
+);
 
-export const ReactAsyncBody = Type.Object({ args: Type.Optional(Args) });
+export const ReactAsyncBody = Type.Object({ args: Type.Optional(Args) }, { additionalProperties: false });
 
 export const ReactorResponse = Type.Object({
   tokens: Type.Optional(Type.Unknown()),
