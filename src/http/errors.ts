@@ -178,9 +178,27 @@ function keywordMessage(v: AjvError): string {
       return `must be at most ${v.params.limit} characters`;
     case 'minLength':
       return v.params.limit === 1 ? 'must not be empty' : `must be at least ${v.params.limit} characters`;
+    case 'type':
+      return `must be ${typeNames(v.params.type)}`;
     default:
       return v.message ?? 'is invalid';
   }
+}
+
+const TYPE_NAMES: Record<string, string> = {
+  object: 'an object',
+  array: 'an array',
+  string: 'a string',
+  number: 'a number',
+  integer: 'a whole number',
+  boolean: 'true or false',
+  null: 'null',
+};
+
+/** Ajv's `type` param ("object,null", or an array) in words: "an object or null", not "must be object,null". */
+function typeNames(type: unknown): string {
+  const names = (Array.isArray(type) ? type : String(type).split(',')).map((t) => TYPE_NAMES[String(t)] ?? String(t));
+  return names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
 }
 
 /** Normalises anything thrown while handling a request into an ApiError, or undefined for a bug. */

@@ -81,6 +81,11 @@ describe('error responses of the service', () => {
     for (const field of ['body.name', 'body.type', 'body.permissions', 'body.rules[0].priority', 'body.rules[0].permissions']) {
       assert.ok(res.body.errors[field]?.length, `${field} in ${JSON.stringify(res.body.errors)}`);
     }
+    // A type error is said in words, nullable types too (Ajv's own is "must be object,null").
+    assert.deepEqual(res.body.errors['body.permissions'], ['must be an array']);
+    const nullable = await call(server, 'POST', '/reactors', { key: server.key, body: { name: 'n', code: 'module.exports = () => ({})', configuration: {}, application: 5 } });
+    assertProblem(nullable, 400);
+    assert.deepEqual(nullable.body.errors['body.application'], ['must be an object or null']);
     const params = await call(server, 'GET', '/applications/not-a-uuid', { key: server.key });
     assertProblem(params, 400);
     assert.ok(params.body.errors['params.id']);
