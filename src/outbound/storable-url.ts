@@ -15,7 +15,11 @@ export function storableUrl(client: Pick<OutboundClient, 'validateUrl'>, url: st
   // ("api.exa\tmple.com" is api.example.com): a URL holding them is a mistake to name.
   if (/[\u0000-\u0020\u007f]/.test(url)) return { ok: false, message: 'must not contain spaces, tabs, line breaks or other control characters' };
   try {
-    const href = client.validateUrl(url).href;
+    const parsed = new URL(client.validateUrl(url).href);
+    // A fragment is never sent (a proxy appends its path and query without it), so the URL
+    // stored and shown is the one without it: the URL as it is called.
+    parsed.hash = '';
+    const href = parsed.href;
     // Normalising can lengthen it (an internationalised host, percent-encoded characters).
     if (href.length > maxLength) return { ok: false, message: `must be at most ${maxLength} characters once normalised` };
     return { ok: true, href };

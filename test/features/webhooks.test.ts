@@ -65,6 +65,12 @@ describe('webhooks API', () => {
       assert.deepEqual(got.body, rest);
     });
 
+    it('stores the URL as it is called: without a fragment, which is never sent', async () => {
+      const res = await create({ ...HOOK, url: `${HOOK.url}#section` });
+      assert.equal(res.status, 201, res.text);
+      assert.equal(res.body.url, HOOK.url);
+    });
+
     it('stores the secret only encrypted', async () => {
       const hook = await created();
       const { rows } = await sql.query(`SELECT * FROM webhooks WHERE id = $1`, [hook.id]);

@@ -173,13 +173,7 @@ export function createProxyService(deps: {
 
   function checkUrl(url: string, errors: FieldErrorList): string {
     const checked = storableUrl(outbound, url, MAX_URL_LENGTH);
-    if (checked.ok) {
-      // A fragment is never sent (invocations append their path and query to the URL without
-      // it), so the URL stored and shown is the one without it.
-      const stored = new URL(checked.href);
-      stored.hash = '';
-      return stored.href;
-    }
+    if (checked.ok) return checked.href;
     errors.add('body.destination_url', checked.message);
     return url;
   }
