@@ -5,6 +5,7 @@ import type { Notifier } from './db/notifications.ts';
 import { GroupCommit } from './db/group-commit.ts';
 import type { Logger } from './logger.ts';
 import { Authenticator, registerAuth } from './http/auth.ts';
+import { registerCors } from './http/cors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerMergePatch } from './http/merge-patch.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -109,6 +110,8 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   const { config, db, log, services } = deps;
   const app = createServer(log);
   // Hooks that see every route must be in place before the routes are added.
+  // CORS first: a preflight carries no key, and is answered before anything else looks at it.
+  registerCors(app, config.corsOrigins);
   if (services.metrics) {
     services.metrics.instrument(app);
     // With METRICS_PORT the metrics have a listener of their own (main.ts), not a route here.

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { type CorsOrigins, parseOrigin } from './http/cors.ts';
 import { allowlistProblems } from './outbound/policy.ts';
 import { LocalKeyring, parseKeys } from './vault/keyring.ts';
 
@@ -47,6 +48,8 @@ export type Config = {
   metricsPort: number | undefined;
   /** On SIGTERM/SIGINT, how long requests in flight may run before their connections are closed. */
   shutdownGraceSeconds: number;
+  /** Origins whose browser pages may call Coffer: `*` any, a list (normalised), empty: CORS off. */
+  corsOrigins: CorsOrigins;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -106,6 +109,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: read.secret('METRICS_TOKEN', 16),
     metricsPort: read.optionalInt('METRICS_PORT', 0, 65535),
     shutdownGraceSeconds: read.int('SHUTDOWN_GRACE_SECONDS', 20, 0, 600),
+    corsOrigins: read.origins('CORS_ORIGINS'),
   };
   if (config.metricsPort !== undefined && read.optional('METRICS_TOKEN') === undefined) {
     problems.push('METRICS_PORT is set but METRICS_TOKEN is not: metrics are served only with a token');
@@ -198,6 +202,30 @@ class Reader {
     const entries = this.list(name);
     this.problems.push(...allowlistProblems(entries));
     return entries;
+  }
+
+  /**
+   * `*` (also when unset), or comma-separated origins, normalised (`HTTPS://Shop.example:443` →
+   * `https://shop.example`) so that a browser's `Origin` matches exactly. Set but empty turns CORS
+   * off: unlike the other settings, empty is not the default here.
+   */
+  origins(name: string): CorsOrigins {
+    const raw = this.env[name];
+    if (raw === undefined) return '*';
+    const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    if (entries.length === 1 && entries[0] === '*') return '*';
+    const origins = new Set<string>();
+    for (const entry of entries) {
+      const origin = entry === '*' ? undefined : parseOrigin(entry);
+      if (origin !== undefined) origins.add(origin);
+      else if (entry === '*') this.problems.push(`${name}: * allows every origin and cannot be combined with a list of origins`);
+      else {
+        this.problems.push(
+          `${name} entry "${entry}" is not an origin: http:// or https://, a host and an optional port, with no path, query, fragment, credentials or wildcard (e.g. https://shop.example)`,
+        );
+      }
+    }
+    return [...origins];
   }
 
   /**

@@ -91,3 +91,36 @@ describe('OUTBOUND_ALLOWLIST and COFFER_KEYS', () => {
     }
   });
 });
+
+describe('CORS_ORIGINS', () => {
+  it('unset or *: any origin; set but empty: CORS off', () => {
+    assert.equal(loadConfig({}).corsOrigins, '*');
+    assert.equal(loadConfig({ CORS_ORIGINS: ' * ' }).corsOrigins, '*');
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: '' }).corsOrigins, []);
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: '  ' }).corsOrigins, []);
+  });
+
+  it('normalises each origin to the form browsers send: lower case, no default port, no trailing slash', () => {
+    assert.deepEqual(
+      loadConfig({ CORS_ORIGINS: 'HTTPS://Shop.Example:443/, http://localhost:3000,http://admin.example:80,https://[::1]:8443,https://shop.example' }).corsOrigins,
+      ['https://shop.example', 'http://localhost:3000', 'http://admin.example', 'https://[::1]:8443'],
+    );
+    assert.deepEqual(loadConfig({ CORS_ORIGINS: 'https://bücher.example' }).corsOrigins, ['https://xn--bcher-kva.example']);
+  });
+
+  it('refuses anything that is not an http(s) origin, naming the setting and the entry', () => {
+    const bad = [
+      'shop.example', 'ftp://shop.example', 'https://shop.example/app', 'https://shop.example?x=1', 'https://shop.example#top',
+      'https://user:pw@shop.example', 'https://*.shop.example', 'https://', 'https://shop.example:99999', 'null', 'https:shop.example',
+      'https://shop example', 'https://shop.example\\',
+    ];
+    for (const entry of bad) {
+      assert.throws(
+        () => loadConfig({ CORS_ORIGINS: `https://ok.example,${entry}` }),
+        (err: unknown) => err instanceof ConfigError && err.problems.length === 1 && err.message.includes(`CORS_ORIGINS entry "${entry}" is not an origin`),
+        entry,
+      );
+    }
+    assert.throws(() => loadConfig({ CORS_ORIGINS: '*,https://shop.example' }), (err: unknown) => err instanceof ConfigError && /CORS_ORIGINS: \* allows every origin/.test(err.message));
+  });
+});

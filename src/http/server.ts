@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Logger } from '../logger.ts';
+import { addCorsHeaders } from './cors.ts';
 import { ApiError, errorHandler, sendProblem } from './errors.ts';
 import { parseJsonBody, refuseUnstorable } from './json-body.ts';
 
@@ -106,6 +107,8 @@ function refuseUnstorableInUrl(request: FastifyRequest, _reply: FastifyReply, do
 /** Errors raised before any route is found answer problem details like the rest (Fastify's own are plain JSON). */
 function routingError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id);
+  // No onRequest hook runs for these, the CORS one included.
+  addCorsHeaders(request, reply);
   let error: ApiError;
   if (err.code === 'FST_ERR_BAD_URL') error = ApiError.field('path', 'is not a valid URL path: a percent-encoding is malformed');
   else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') error = new ApiError(414, 'A segment of the URL path is too long.');

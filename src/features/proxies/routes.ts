@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Route
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
+import { reapplyCors } from '../../http/cors.ts';
 import { unexpectedError } from '../../http/errors.ts';
 import { OffsetPage } from '../../http/pagination.ts';
 import { IdParams, iso, problems, WRITE } from '../../http/schemas.ts';
@@ -69,6 +70,12 @@ export function registerProxyRoutes(app: FastifyInstance, proxies: ProxyService,
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: opts.maxBodyBytes }, (_request, body, done) => done(null, body));
     scope.setErrorHandler((err: FastifyError, request, reply) => sendProxyError(proxies, err, request, reply));
+    // The browser's server is Coffer: on every answer, proxy_error included, its CORS headers
+    // stand instead of the destination's (which the handler copies and sendProxyError strips).
+    scope.addHook('onSend', (_request, reply, payload, done) => {
+      reapplyCors(reply);
+      done(null, payload);
+    });
 
     const invoke: Omit<RouteOptions, 'url'> = {
       method: INVOKE_METHODS,
