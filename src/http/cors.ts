@@ -56,7 +56,12 @@ export function registerCors(app: FastifyInstance, origins: CorsOrigins): void {
     // The one cost of a request from anything but a browser on another origin.
     if (origin === undefined) return done();
     const headers = headersFor(origin);
-    if (headers === undefined) return done();
+    if (headers === undefined) {
+      // With a list the answer depends on Origin either way: a shared cache must not hand this
+      // one (without CORS headers) to a listed origin.
+      if (origins !== '*') reply.header('vary', 'Origin');
+      return done();
+    }
     if (request.method === 'OPTIONS') {
       // An OPTIONS that is no valid preflight gets what it got before CORS: a 404 with no CORS headers.
       const preflight = preflightHeaders(headers, request.headers['access-control-request-method'], request.headers['access-control-request-headers']);
