@@ -3,7 +3,7 @@
  * when set, otherwise an embedded server started here — then scans every log line the
  * servers under test wrote for the secrets the tests handled.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,10 +23,18 @@ const adminUrl = external ?? embedded!.url;
 process.stdout.write(`tests run against ${external ? 'DATABASE_URL' : 'an embedded PostgreSQL'}\n`);
 
 const files = process.argv.slice(2).length ? process.argv.slice(2) : ['test/**/*.test.ts'];
-const result = spawnSync(process.execPath, ['--test', '--import', './test/helpers/exit-at-once.ts', '--test-concurrency=2', '--test-timeout=120000', ...files], {
+// Not spawnSync: this process must keep its event loop turning while the tests run, since it
+// reads the embedded server's log. A blocked loop leaves that pipe undrained, and once it is
+// full every PostgreSQL process that logs (the checkpointer, after each DROP DATABASE) blocks
+// on its write, and the tests with it.
+const child = spawn(process.execPath, ['--test', '--import', './test/helpers/exit-at-once.ts', '--test-concurrency=2', '--test-timeout=120000', ...files], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, DATABASE_URL: '', COFFER_TEST_ADMIN_URL: adminUrl, COFFER_TEST_LOG_DIR: logDir },
+});
+const result = await new Promise<{ status: number | null }>((resolve, reject) => {
+  child.on('error', reject);
+  child.on('exit', (status) => resolve({ status }));
 });
 
 // A run that started servers must have logged and remembered something.

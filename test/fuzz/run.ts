@@ -9,7 +9,7 @@
  * FUZZ_SHRINK=0 to report failures unshrunk; FUZZ_ONLY to fuzz the routes matching a substring;
  * FUZZ_TIMEOUT_S to change the deadline (120 s + 20 s per run) after which a hung server is reported.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,12 +30,27 @@ const started = Date.now();
 // The server runs inside the driver: a request that blocks its event loop would hang the run, so it has a deadline.
 const runs = Number(process.env.FUZZ_RUNS || 15);
 const deadlineMs = Number(process.env.FUZZ_TIMEOUT_S || 120 + runs * 20) * 1000;
-const child = spawnSync(process.execPath, [path.join(root, 'test/fuzz/fuzz.ts')], {
+// Not spawnSync: this process reads the embedded server's log, and a blocked event loop would
+// leave that pipe undrained until PostgreSQL itself blocked on it (see test/run.ts).
+const driver = spawn(process.execPath, [path.join(root, 'test/fuzz/fuzz.ts')], {
   cwd: root,
   stdio: 'inherit',
-  timeout: deadlineMs,
-  killSignal: 'SIGKILL',
   env: { ...process.env, DATABASE_URL: '', COFFER_TEST_ADMIN_URL: external ?? embedded!.url, COFFER_TEST_LOG_DIR: logDir, FUZZ_SUMMARY: summaryPath },
+});
+const child = await new Promise<{ status: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+  let timedOut: Error | undefined;
+  const deadline = setTimeout(() => {
+    timedOut = new Error('deadline');
+    driver.kill('SIGKILL');
+  }, deadlineMs);
+  driver.on('error', (error) => {
+    clearTimeout(deadline);
+    resolve({ status: null, signal: null, error });
+  });
+  driver.on('exit', (status, signal) => {
+    clearTimeout(deadline);
+    resolve({ status, signal, error: timedOut });
+  });
 });
 
 type Summary = { requests: number; routes: number; serverErrors: number };
