@@ -2,6 +2,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
 
+/** Each value of `name` in `bad` stops loadConfig with a ConfigError whose message matches `message`. */
+function refuses(name: string, bad: string[], message: RegExp): void {
+  for (const value of bad) {
+    assert.throws(() => loadConfig({ [name]: value }), (err: unknown) => err instanceof ConfigError && message.test(err.message), value);
+  }
+}
+
 describe('WEBHOOK_RETRY_SCHEDULE', () => {
   it('defaults to the Standard Webhooks schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h', () => {
     const s = 1000;
@@ -15,43 +22,33 @@ describe('WEBHOOK_RETRY_SCHEDULE', () => {
   });
 
   it('refuses anything else, naming the setting', () => {
-    for (const bad of ['5', '5 s', '1d', '0ms', '25h', '5s,,5m', '-5s', '1.5s', Array.from({ length: 101 }, () => '1s').join(',')]) {
-      assert.throws(() => loadConfig({ WEBHOOK_RETRY_SCHEDULE: bad }), (err: unknown) => err instanceof ConfigError && /WEBHOOK_RETRY_SCHEDULE/.test(err.message), bad);
-    }
+    refuses('WEBHOOK_RETRY_SCHEDULE', ['5', '5 s', '1d', '0ms', '25h', '5s,,5m', '-5s', '1.5s', Array.from({ length: 101 }, () => '1s').join(',')], /WEBHOOK_RETRY_SCHEDULE/);
   });
 });
 
-describe('DATABASE_STATEMENT_TIMEOUT_MS', () => {
-  it('defaults to 30 s; 0 turns the limit off', () => {
-    assert.equal(loadConfig({}).databaseStatementTimeoutMs, 30_000);
-    assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs, 0);
-    assert.equal(loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: '5000' }).databaseStatementTimeoutMs, 5000);
-  });
+// Whole-number settings: the default, values taken as given (0 meaning off or none), and refusals naming the setting.
+const WHOLE_NUMBERS = [
+  // 0 turns the statement limit off.
+  { name: 'DATABASE_STATEMENT_TIMEOUT_MS', field: 'databaseStatementTimeoutMs', byDefault: 30_000, taken: [0, 5000], bad: ['-1', '3600001', 'abc', '1.5'], message: /DATABASE_STATEMENT_TIMEOUT_MS/ },
+  // 0 keeps no idle isolate.
+  {
+    name: 'SANDBOX_WARM_MEMORY_MB', field: 'sandboxWarmMemoryMb', byDefault: 512, taken: [0, 2048], bad: ['-1', '1048577', '512MB', '1.5', 'abc'],
+    message: /SANDBOX_WARM_MEMORY_MB must be a whole number from 0 to 1048576/,
+  },
+] as const;
 
-  it('refuses a value outside 0–3,600,000, naming the setting', () => {
-    for (const bad of ['-1', '3600001', 'abc', '1.5']) {
-      assert.throws(() => loadConfig({ DATABASE_STATEMENT_TIMEOUT_MS: bad }), (err: unknown) => err instanceof ConfigError && /DATABASE_STATEMENT_TIMEOUT_MS/.test(err.message), bad);
-    }
-  });
-});
+for (const setting of WHOLE_NUMBERS) {
+  describe(setting.name, () => {
+    it(`defaults to ${setting.byDefault} and takes ${setting.taken.join(' and ')}`, () => {
+      assert.equal(loadConfig({})[setting.field], setting.byDefault);
+      for (const value of setting.taken) assert.equal(loadConfig({ [setting.name]: String(value) })[setting.field], value);
+    });
 
-describe('SANDBOX_WARM_MEMORY_MB', () => {
-  it('defaults to 512 MiB; 0 keeps no idle isolate', () => {
-    assert.equal(loadConfig({}).sandboxWarmMemoryMb, 512);
-    assert.equal(loadConfig({ SANDBOX_WARM_MEMORY_MB: '0' }).sandboxWarmMemoryMb, 0);
-    assert.equal(loadConfig({ SANDBOX_WARM_MEMORY_MB: '2048' }).sandboxWarmMemoryMb, 2048);
+    it('refuses a value out of range or not a whole number, naming the setting', () => {
+      refuses(setting.name, [...setting.bad], setting.message);
+    });
   });
-
-  it('refuses a value outside 0–1,048,576, naming the setting', () => {
-    for (const bad of ['-1', '1048577', '512MB', '1.5', 'abc']) {
-      assert.throws(
-        () => loadConfig({ SANDBOX_WARM_MEMORY_MB: bad }),
-        (err: unknown) => err instanceof ConfigError && /SANDBOX_WARM_MEMORY_MB must be a whole number from 0 to 1048576/.test(err.message),
-        bad,
-      );
-    }
-  });
-});
+}
 
 describe('OUTBOUND_ALLOWLIST and COFFER_KEYS', () => {
   const key = Buffer.alloc(32, 7).toString('base64');
