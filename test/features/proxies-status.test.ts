@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { call, createApplication } from '../helpers/http.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
@@ -79,5 +80,36 @@ describe('proxy invocation: a destination status outside 100–599', () => {
     for (let i = 0; i < 40 && !closedAt.has('/s/700/stall'); i++) await new Promise((r) => setTimeout(r, 25));
     assert.ok(closedAt.has('/s/700/stall'), 'the destination connection is closed');
     assert.ok(closedAt.get('/s/700/stall')! - started < 2000);
+  });
+
+  it('below 100 too, through the client that sends SVC-PROXY-KEEP-ALIVE, which reads such a status as any other', async () => {
+    // Node's HTTP server will not write a status below 100: the destination writes its bytes itself.
+    let closed = 0;
+    const raw = net.createServer((socket) => {
+      socket.on('error', () => {});
+      socket.on('close', () => (closed = Date.now()));
+      socket.once('data', (request) => {
+        const status = request.toString('latin1').split(' ')[1].split('/').pop();
+        // The head and a first chunk of a body that never ends.
+        socket.write(`HTTP/1.1 ${status} Odd\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n7\r\npartial\r\n`);
+      });
+    });
+    await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
+    try {
+      const res = await call(server, 'POST', '/proxies', { key: server.key, body: { name: 'low', destination_url: `http://127.0.0.1:${(raw.address() as net.AddressInfo).port}/s` } });
+      assert.equal(res.status, 201, res.text);
+      rememberSecret(res.body.key);
+      for (const status of ['099', '000']) {
+        closed = 0;
+        const started = Date.now();
+        const answer = await call(server, 'GET', `/proxy/${status}`, { key: apiKey, headers: { 'svc-proxy-key': res.body.key, 'svc-proxy-keep-alive': 'timeout=5' } });
+        assertMalformed(answer, Number(status));
+        // Dropped at once: left to the 4 s deadline, the body's error would find no listener.
+        for (let i = 0; i < 40 && closed === 0; i++) await new Promise((r) => setTimeout(r, 25));
+        assert.ok(closed > 0 && closed - started < 2000, 'the destination connection is closed');
+      }
+    } finally {
+      raw.close();
+    }
   });
 });

@@ -378,9 +378,10 @@ export function createProxyService(deps: {
   }
 
   async function respond(entry: Live, res: { status: number; headers: Record<string, string | string[]>; body: Readable | Buffer }): Promise<Forwarded> {
-    // HTTP parsers take any three digits, but no reply can carry a status past 599: the answer is
-    // malformed. Its body is dropped now: left to the deadline, its error would find no listener.
-    if (res.status > 599) {
+    // HTTP parsers take any three digits, but no final reply can carry a status outside 100–599 (Node's
+    // client, which sends SVC-PROXY-KEEP-ALIVE, hands over 000–099 too): the answer is malformed.
+    // Its body is dropped now: left to the deadline, its error would find no listener.
+    if (res.status < 100 || res.status > 599) {
       if (!Buffer.isBuffer(res.body)) res.body.on('error', () => {}).destroy();
       throw new ApiError(502, `The destination answered with status ${res.status}, which is not an HTTP status code (100–599).`);
     }
