@@ -99,12 +99,13 @@ export function startServer(name: string, script: string, args: string[], env: R
 }
 
 /**
- * How `npm start` runs Coffer (package.json's start script: `node <flags> <entry> serve`), so the
- * bench measures the service as it is started: the Node flags and the entry script's path.
+ * How `npm start` runs Coffer (package.json's start script: `[exec] node <flags> <entry> serve`), so
+ * the bench measures the service as it is started: the Node flags and the entry script's path.
  */
 export function startCommand(root: string): { flags: string[]; entry: string } {
   const start: string = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start;
   const words = start.split(/\s+/);
+  if (words[0] === 'exec') words.shift();
   const at = words.findIndex((w, i) => i > 0 && !w.startsWith('-'));
   if (words[0] !== 'node' || at < 0 || words[at + 1] !== 'serve') throw new BenchError(`package.json's start script is not "node [flags] <entry> serve": ${start}`);
   return { flags: words.slice(1, at), entry: path.join(root, words[at]) };

@@ -75,6 +75,7 @@ async function serve(config: Config, args: string[]): Promise<number> {
   const { start } = await import('./main.ts');
   const running = await start(config, log, { announceFirstKey });
   const signal = untilSignal(); // before this, a signal stops a start that may be stuck (database unreachable)
+  ignoreEchoes();
   log.info({ url: running.url, first_start: running.firstKey !== undefined }, 'coffer ready');
   log.info({ signal: await signal }, 'shutting down');
   try {
@@ -83,6 +84,25 @@ async function serve(config: Config, args: string[]): Promise<number> {
     log.error({ err: (err as Error).message }, 'shutdown failed');
   }
   return 0;
+}
+
+/**
+ * Under `npm start`, one Ctrl-C reaches Coffer twice at once: from the terminal, which signals
+ * the whole process group, and from npm, which forwards the signals it gets to its script
+ * (so that a SIGTERM sent to npm alone stops Coffer too); a service manager signalling the
+ * whole group does the same with SIGTERM. A repeat within ECHO_MS of the first signal is that
+ * copy and is ignored; a later one has its default effect, so a second Ctrl-C still ends the
+ * process at once.
+ */
+const ECHO_MS = 500;
+function ignoreEchoes(): void {
+  for (const name of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(name, () => {
+      const ignore = () => {};
+      process.on(name, ignore);
+      setTimeout(() => process.off(name, ignore), ECHO_MS).unref();
+    });
+  }
 }
 
 /** One-shot commands log to stderr, so stdout carries only their result. */
