@@ -48,6 +48,9 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
     const url = await app.listen({ port: config.port, host: config.host }).catch((err: Error) => {
       throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${err.message}`);
     });
+    // Once listening, the server emits 'error' when accepting a connection fails (out of file
+    // descriptors or memory): with no listener that would end the process for every tenant.
+    app.server.on('error', (err) => log.error({ err: err.message }, 'a connection could not be accepted'));
     const metrics = services.metrics;
     if (metrics && opts.clusterWorker) metrics.answerPrimary();
     else if (metrics && config.metricsPort !== undefined) {

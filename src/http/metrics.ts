@@ -244,6 +244,8 @@ export async function listenMetrics(opts: {
     server.once('error', failed);
     server.listen(opts.port, opts.host, () => {
       server.off('error', failed);
+      // As the API's listener (main.ts): a failed accept is logged, never the end of the process.
+      server.on('error', (err) => opts.log.error({ err: err.message }, 'metrics: a connection could not be accepted'));
       resolve();
     });
   });

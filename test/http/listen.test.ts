@@ -38,6 +38,19 @@ describe('a start that cannot listen', () => {
     });
   });
 
+  it('once listening, a failed accept is logged and the server goes on serving', async () => {
+    const running = await start(loadConfig({ ...env(), PORT: '0' }), createLogger('silent'));
+    try {
+      // What Node emits when accepting a connection fails (EMFILE past libuv's reserve, ENOMEM):
+      // with no listener, emit() throws, which in the server is an uncaught exception.
+      running.app.server.emit('error', Object.assign(new Error('accept ENFILE'), { code: 'ENFILE', syscall: 'accept' }));
+      const res = await fetch(`${running.url}/ping`);
+      assert.equal(res.status, 200);
+    } finally {
+      await running.stop();
+    }
+  });
+
   it('names HOST and METRICS_PORT when the metrics port is taken', async () => {
     const config = loadConfig({ ...env(), PORT: '0', METRICS_TOKEN: 'a-metrics-token-of-some-length', METRICS_PORT: String(port) });
     await assert.rejects(start(config, createLogger('silent')), (err: Error) => {
