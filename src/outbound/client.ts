@@ -289,7 +289,7 @@ type Opened = { hop: Hop; limit: number; deadline: Deadline };
 /** The body of an opened call read whole; the deadline ends with it. */
 async function readWhole({ hop, limit, deadline }: Opened): Promise<OutboundResponse> {
   try {
-    const body = await readLimited(hop.response, limit, hop.url);
+    const body = bodyless(hop) ? skipBody(hop.response) : await readLimited(hop.response, limit, hop.url);
     return { status: hop.response.statusCode, headers: responseHeaders(hop.response.headers), body, url: hop.url.href };
   } catch (err) {
     throw toOutboundError(err, hop.url, deadline.passed);
@@ -379,12 +379,30 @@ function dropBody(body: Readable): void {
   body.destroy();
 }
 
+/** A 204 or a 304: no body follows, whatever Content-Length says (a 304's is the length of what it stands for). */
+function bodyless({ response }: Hop): boolean {
+  return response.statusCode === 204 || response.statusCode === 304;
+}
+
 /**
- * The body length the answer declares; 0 for an answer to HEAD, whose Content-Length is the
- * resource's (no bytes follow), so a HEAD on a large file must not trip the size limit.
+ * The empty body of a bodyless answer, without reading it: undici fails the body of a 304 that
+ * declares a length for the bytes that never come. That failure is heard and ignored, and the
+ * body is drained rather than destroyed, so the connection can go back to its pool.
  */
-function declaredLength({ response, method }: Hop): number {
-  if (method === 'HEAD') return 0;
+function skipBody(response: Answer): Buffer {
+  response.body.on('error', () => {});
+  response.body.resume();
+  return Buffer.alloc(0);
+}
+
+/**
+ * The body length the answer declares; 0 for an answer to HEAD, a 204 or a 304, whose
+ * Content-Length is the resource's (no bytes follow), so a HEAD on a large file, or a 304
+ * standing for one, must not trip the size limit.
+ */
+function declaredLength(hop: Hop): number {
+  const { response, method } = hop;
+  if (method === 'HEAD' || bodyless(hop)) return 0;
   const raw = response.headers['content-length'];
   const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : NaN;
   return Number.isFinite(n) ? n : -1;

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OutboundClient } from '../../src/outbound/client.ts';
@@ -89,6 +90,36 @@ describe('happy paths against an allowlisted loopback server', () => {
     assert.ok(Buffer.isBuffer(proxied.body) && proxied.body.length === 0, 'an empty body, handed over as bytes');
     // A GET declaring the same length is still refused.
     await rejectsWith(c.request({ url: `${s.origin}/file` }), 'too_large');
+  });
+
+  test("a 204 or 304 has no body whatever its Content-Length says (a 304's is the resource's): an empty body, not an error", async () => {
+    // Raw bytes: Node's HTTP server sends no Content-Length with these statuses.
+    const raw = net.createServer((socket) => {
+      socket.on('error', () => {});
+      socket.on('data', (request) => {
+        const [status, length] = request.toString('latin1').split(' ')[1].split('/').slice(-2);
+        socket.write(`HTTP/1.1 ${status} No Body\r\ncontent-length: ${length}\r\netag: "v1"\r\n\r\n`);
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    try {
+      const origin = `http://127.0.0.1:${(raw.address() as net.AddressInfo).port}`;
+      const c = client({ allowlist: ['127.0.0.1'], maxResponseBytes: 1024 });
+      for (const status of [304, 204]) {
+        // Under the size limit, and far past it: the declared length is not held against the limit either.
+        for (const length of [100, 50 * 1024 * 1024]) {
+          const res = await c.request({ url: `${origin}/${status}/${length}` });
+          assert.equal(res.status, status);
+          assert.equal(res.headers.etag, '"v1"');
+          assert.equal(res.body.length, 0);
+          const proxied = await c.streamOrBuffer({ url: `${origin}/${status}/${length}` }, 64 * 1024);
+          assert.equal(proxied.status, status);
+          assert.ok(Buffer.isBuffer(proxied.body) && proxied.body.length === 0, 'an empty body, handed over as bytes');
+        }
+      }
+    } finally {
+      await new Promise((resolve) => raw.close(resolve));
+    }
   });
 
   test('header values left undefined are skipped; repeated names are merged', async () => {
