@@ -44,6 +44,11 @@ async function npmStart(databaseUrl: string) {
     for (const key of String(d).match(/key_\S+/g) ?? []) rememberSecret(key);
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.on('exit', (code, signal) => r({ code, signal })));
+  // Coffer's log stream joins the others in the final scan for leaked secrets.
+  child.on('close', () => {
+    const logDir = process.env.COFFER_TEST_LOG_DIR;
+    if (logDir) fs.writeFileSync(path.join(logDir, `npm-start-${child.pid}.log`), stdout);
+  });
   const end = Date.now() + 60_000;
   let ready: RegExpExecArray | null = null;
   while (!(ready = /"pid":(\d+),[^\n]*"msg":"coffer ready"/.exec(stdout))) {
