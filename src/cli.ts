@@ -149,10 +149,11 @@ async function init(config: Config, args: string[]): Promise<number> {
 /** Online: tokens keep their ciphertext; only the wrapping of each tenant's keys changes. */
 async function rotateKeys(config: Config): Promise<number> {
   const log = cliLogger(config);
+  // Rotating to a key file made up on the spot would leave a stray KEK nobody backed up. Read
+  // first: without a keyring there is nothing to do, and no database to start or migrate.
+  const keyring = loadKeyring(config.cofferKeys, config.dataDir, log, { create: false });
   const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
   try {
-    // Rotating to a key file made up on the spot would leave a stray KEK nobody backed up.
-    const keyring = loadKeyring(config.cofferKeys, config.dataDir, log, { create: false });
     const count = await new Vault(database.db, keyring).rotate(log);
     process.stdout.write(`Re-wrapped ${count} tenant keys under key "${keyring.currentId}". Keys no longer first in COFFER_KEYS can now be retired.\n`);
     return 0;

@@ -140,6 +140,18 @@ describe('coffer rotate-keys across several KEKs and tenants', () => {
     }
   });
 
+  it('without COFFER_KEYS or a key file it stops before it starts or creates an embedded database', async () => {
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-rotate-nokeys-'));
+    try {
+      const result = await runCli(['rotate-keys'], { DATA_DIR: empty, COFFER_KEYS: '' });
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, /no keyring: COFFER_KEYS is not set and there is no key file/);
+      assert.deepEqual(fs.readdirSync(empty), []);
+    } finally {
+      fs.rmSync(empty, { recursive: true, force: true });
+    }
+  });
+
   it('with a wrong key under a right id, it names that id and changes nothing', async () => {
     const before = await keyRows();
     const result = await runCli(['rotate-keys'], { DATABASE_URL: database.url, DATA_DIR: dataDir, COFFER_KEYS: `new:${kNew},old:${kOld},mid:${kOld}` });
