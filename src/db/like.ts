@@ -1,10 +1,10 @@
 /**
- * The `name` wildcard of list endpoints as an ILIKE pattern: `*` matches any run of
- * characters and LIKE's own metacharacters (`%`, `_`, `\`) match themselves. With
- * `substring`, a name without `*` matches anywhere in the value.
+ * The `name` wildcard of list endpoints (reactors, proxies) as an ILIKE pattern: `*` matches
+ * any run of characters, a name without `*` matches anywhere in the value (a search box's
+ * "stripe" finds "Stripe charges"; `*` anchors it: `stripe*`), and LIKE's own metacharacters
+ * (`%`, `_`, `\`) match themselves.
  */
-export function wildcardPattern(name: string, opts: { substring: boolean }): string {
+export function wildcardPattern(name: string): string {
   const escaped = name.replace(/[\\%_]/g, (c) => `\\${c}`);
-  if (escaped.includes('*')) return escaped.replace(/\*/g, '%');
-  return opts.substring ? `%${escaped}%` : escaped;
+  return escaped.includes('*') ? escaped.replace(/\*/g, '%') : `%${escaped}%`;
 }

@@ -200,7 +200,9 @@ describe('proxies API', () => {
       assert.deepEqual(ids(await list(`?id=${a.id}&id=${c.id}`)), [a.id, c.id]);
       assert.deepEqual(ids(await list('?name=stripe*')), [a.id, b.id]);
       assert.deepEqual(ids(await list('?name=*REFUNDS')), [b.id]);
-      assert.deepEqual(ids(await list('?name=stripe')), []);
+      // Without a *, anywhere in the name, as GET /reactors matches.
+      assert.deepEqual(ids(await list('?name=stripe')), [a.id, b.id]);
+      assert.deepEqual(ids(await list('?name=RIPE%20CHA')), [a.id]);
       assert.deepEqual(ids(await list('?name=Stripe%20charges')), [a.id]);
       // % and _ are literal characters, not patterns.
       assert.deepEqual(ids(await list(`?name=${encodeURIComponent('100%_*')}`)), [c.id]);

@@ -88,7 +88,7 @@ export const ProxyPatch = Type.Object(
 
 export const ListProxiesQuery = Type.Object({
   id: Type.Array(Uuid, { default: [], maxItems: 100 }),
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Case-insensitive name; * matches any run of characters' })),
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Case-insensitive; * matches any run of characters; without *, a substring match' })),
   ...OffsetQuery(),
 });
 

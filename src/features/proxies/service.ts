@@ -465,7 +465,7 @@ export function createProxyService(deps: {
     },
 
     async list(principal: Principal, q: Offset & { id: string[]; name?: string }) {
-      const namePattern = q.name === undefined ? undefined : wildcardPattern(q.name, { substring: false });
+      const namePattern = q.name === undefined ? undefined : wildcardPattern(q.name);
       const { rows, total } = await listProxies(db, principal.tenantId, { ids: q.id, namePattern, ...offsetOf(q) });
       return offsetPage(await Promise.all(rows.map(view)), total, q);
     },

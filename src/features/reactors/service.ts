@@ -385,7 +385,7 @@ export function createReactorService(deps: {
     },
 
     async list(principal: Principal, q: Offset & { id: string[]; name?: string }) {
-      const { rows, total } = await listReactors(db, principal.tenantId, { ids: q.id, namePattern: q.name ? wildcardPattern(q.name, { substring: true }) : undefined, ...offsetOf(q) });
+      const { rows, total } = await listReactors(db, principal.tenantId, { ids: q.id, namePattern: q.name ? wildcardPattern(q.name) : undefined, ...offsetOf(q) });
       const views = [];
       for (const r of rows) views.push(await present(principal, await hydrate(r)));
       return offsetPage(views, total, q);
