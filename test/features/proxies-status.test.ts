@@ -6,14 +6,14 @@ import { call, createApplication } from '../helpers/http.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
- * A destination whose status line is not an HTTP status (HTTP parsers take any three digits,
- * HTTP allows 100–599): its answer is malformed, so the caller gets a 502 proxy_error, and the
- * body behind it is dropped at once rather than left to the deadline.
+ * A destination whose status line is no final HTTP status (HTTP parsers take any three digits;
+ * a final answer's is 200–599, 1xx being interim): its answer is malformed, so the caller gets
+ * a 502 proxy_error, and the body behind it is dropped at once rather than left to the deadline.
  */
 
 const DEST_STATUS = 'svc-proxy-destination-status';
 
-describe('proxy invocation: a destination status outside 100–599', () => {
+describe('proxy invocation: a destination status outside 200–599', () => {
   let server: TestServer;
   let dest: http.Server;
   let port = 0;
@@ -99,7 +99,8 @@ describe('proxy invocation: a destination status outside 100–599', () => {
       const res = await call(server, 'POST', '/proxies', { key: server.key, body: { name: 'low', destination_url: `http://127.0.0.1:${(raw.address() as net.AddressInfo).port}/s` } });
       assert.equal(res.status, 201, res.text);
       rememberSecret(res.body.key);
-      for (const status of ['099', '000']) {
+      // 101 too: a final 1xx (Switching Protocols without an Upgrade asked for) is no answer a proxy can pass on.
+      for (const status of ['099', '000', '101']) {
         closed = 0;
         const started = Date.now();
         const answer = await call(server, 'GET', `/proxy/${status}`, { key: apiKey, headers: { 'svc-proxy-key': res.body.key, 'svc-proxy-keep-alive': 'timeout=5' } });

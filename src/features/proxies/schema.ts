@@ -117,7 +117,7 @@ const PROXY_ERRORS: Record<number, string> = {
   415: 'A malformed Content-Type',
   422: 'A transform threw (or returned something else than {body, headers}); a mask expression ran over its time',
   429: 'Anonymous rate limit; retry after Retry-After',
-  502: 'The destination could not be reached or answered something malformed (a status outside 100–599), or its answer could not be read for a response transform',
+  502: 'The destination could not be reached or answered something malformed (a status outside 200–599), or its answer could not be read for a response transform',
   504: 'The destination did not answer within PROXY_TIMEOUT_MS',
 };
 

@@ -378,12 +378,14 @@ export function createProxyService(deps: {
   }
 
   async function respond(entry: Live, res: { status: number; headers: Record<string, string | string[]>; body: Readable | Buffer }): Promise<Forwarded> {
-    // HTTP parsers take any three digits, but no final reply can carry a status outside 100–599 (Node's
-    // client, which sends SVC-PROXY-KEEP-ALIVE, hands over 000–099 too): the answer is malformed.
-    // Its body is dropped now: left to the deadline, its error would find no listener.
-    if (res.status < 100 || res.status > 599) {
+    // HTTP parsers take any three digits, but a final answer's status is 200–599: past 599 it is no
+    // status at all, and a 1xx is interim (Node's client, which sends SVC-PROXY-KEEP-ALIVE, hands
+    // over 000–099, and a 101 that switches protocols nobody asked to switch). Passed on, such an
+    // answer breaks the caller's connection: it is malformed. Its body is dropped now: left to the
+    // deadline, its error would find no listener.
+    if (res.status < 200 || res.status > 599) {
       if (!Buffer.isBuffer(res.body)) res.body.on('error', () => {}).destroy();
-      throw new ApiError(502, `The destination answered with status ${res.status}, which is not an HTTP status code (100–599).`);
+      throw new ApiError(502, `The destination answered with status ${res.status}, which is not the status of a final HTTP answer (200–599).`);
     }
     const headers = withoutHopByHop(res.headers);
     const transform = entry.row.response_transform;
