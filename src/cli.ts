@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { announceFirstKey, parseWorkerCount, runPrimary, runWorker, untilSignal } from './cluster.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
@@ -19,7 +20,7 @@ Commands:
   migrate                       apply database migrations and exit
   init [--tenant-name NAME] [--json]
                                 create a tenant with a management application and print its key
-  rotate-keys                   re-wrap every tenant key under the first key of COFFER_KEYS
+  rotate-keys                   re-wrap every tenant key under the first key of COFFER_KEYS (or DATA_DIR/keys)
   quota TENANT_ID NAME VALUE    set one tenant's quota (detokenize_limit) to VALUE, or back
                                 to the process default with VALUE "default"
 
@@ -155,7 +156,8 @@ async function rotateKeys(config: Config): Promise<number> {
   const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
   try {
     const count = await new Vault(database.db, keyring).rotate(log);
-    process.stdout.write(`Re-wrapped ${count} tenant keys under key "${keyring.currentId}". Keys no longer first in COFFER_KEYS can now be retired.\n`);
+    const source = config.cofferKeys ? 'COFFER_KEYS' : `the key file ${path.join(config.dataDir, 'keys')}`;
+    process.stdout.write(`Re-wrapped ${count} tenant keys under key "${keyring.currentId}". Keys no longer first in ${source} can now be retired.\n`);
     return 0;
   } finally {
     await database.close();

@@ -163,7 +163,7 @@ describe('coffer rotate-keys across several KEKs and tenants', () => {
   it('re-wraps the keys of every tenant; with only the new KEK every sealed value still opens', async () => {
     const result = await runCli(['rotate-keys'], { DATABASE_URL: database.url, DATA_DIR: dataDir, COFFER_KEYS: `new:${kNew},mid:${kMid},old:${kOld}` });
     assert.equal(result.code, 0, result.stderr);
-    assert.match(result.stdout, /^Re-wrapped 4 tenant keys under key "new"\./);
+    assert.match(result.stdout, /^Re-wrapped 4 tenant keys under key "new"\. Keys no longer first in COFFER_KEYS can now be retired\./);
     assert.ok((await keyRows()).every((r) => r.kek_id === 'new'));
 
     running = await startOn(database.url, `new:${kNew}`, dataDir);
@@ -186,6 +186,18 @@ describe('coffer rotate-keys across several KEKs and tenants', () => {
       assert.equal(typeof secret, 'string');
     } finally {
       await c.end();
+    }
+  });
+
+  it('with the key file of DATA_DIR as the keyring, it says so', async () => {
+    const keyed = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-rotate-keyfile-'));
+    try {
+      fs.writeFileSync(path.join(keyed, 'keys'), `new:${kNew}\n`, { mode: 0o600 });
+      const result = await runCli(['rotate-keys'], { DATABASE_URL: database.url, DATA_DIR: keyed, COFFER_KEYS: '' });
+      assert.equal(result.code, 0, result.stderr);
+      assert.equal(result.stdout, `Re-wrapped 0 tenant keys under key "new". Keys no longer first in the key file ${path.join(keyed, 'keys')} can now be retired.\n`);
+    } finally {
+      fs.rmSync(keyed, { recursive: true, force: true });
     }
   });
 
