@@ -407,7 +407,22 @@ const SERVER_SETTINGS = [
   // commit that needed a new segment waited for that fill, and every request in its batch
   // with it: a tail of ~50 ms at p99 (docs/decisions.md, "Performance").
   'wal_init_zero=off',
+  // The server's own log goes to files it rotates itself (DATA_DIR/postgres/log: a week of
+  // daily files, each emptied when its weekday comes round), where operators can read it. On a
+  // pipe to Coffer it was thrown away, and a Coffer whose event loop stopped draining the pipe
+  // would have had every PostgreSQL process that logs block on the write.
+  'logging_collector=on',
+  'log_directory=log',
+  'log_filename=postgresql-%a.log',
+  'log_truncate_on_rotation=on',
+  'log_rotation_age=1d',
+  'log_rotation_size=0',
 ];
+
+/** Where the server's log files are (log_directory above, relative to its data directory). */
+export function serverLogDir(pgdata: string): string {
+  return path.join(pgdata, 'log');
+}
 
 async function spawnServer(postgres: string, pgdata: string, ids: Ids | undefined, password: string): Promise<Running> {
   const port = await freePort();
@@ -417,24 +432,54 @@ async function spawnServer(postgres: string, pgdata: string, ids: Ids | undefine
     // Detached: Ctrl-C in the terminal reaches Coffer, which then stops the server in order.
     { detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}) },
   );
+  const url = connectionUrl(port, password);
+  // Until the logging collector takes over, the server writes to stderr: what a server that
+  // fails at once (a bad setting, a taken port) says is there; later, in its log files.
   let stderr = '';
-  const ready = new Promise<void>((resolve, reject) => {
+  let exited: Error | undefined;
+  const ended = new Promise<never>((_resolve, reject) => {
     child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      if (stderr.includes('ready to accept connections')) resolve();
+      if (stderr.length < 64 * 1024) stderr += chunk.toString();
     });
-    child.on('exit', (code) => reject(new Error(`embedded PostgreSQL exited (code ${code}): ${stderr.trim().slice(-500)}`)));
-    child.on('error', reject);
+    child.on('exit', (code) => {
+      exited = new Error(`embedded PostgreSQL exited (code ${code}): ${(stderr.trim() || lastLogLines(pgdata)).slice(-500)}`);
+      reject(exited);
+    });
+    child.on('error', (err) => {
+      exited = err;
+      reject(err);
+    });
   });
-  // Referenced until then: a server that exits at once (a bad setting, a damaged cluster) must
-  // reach the exit handler above, not leave an event loop with nothing in it and no message.
-  await ready;
+  ended.catch(() => {});
+  // Its "ready to accept connections" goes to the collector's file: the server is ready when it
+  // takes a session. Referenced until then: a server that exits at once must reach the exit
+  // handler above, not leave an event loop with nothing in it and no message.
+  const ready = (async () => {
+    while (exited === undefined && !(await canConnect(url))) await sleep(50);
+  })();
+  await Promise.race([ready, ended]);
+  if (exited) throw exited;
+  child.removeAllListeners('exit');
   child.unref();
-  // Stop reading its log once running; it keeps writing to a pipe nobody drains otherwise.
+  // Stop keeping what it writes there once running; drained, so nothing can block on the pipe.
   child.stderr.removeAllListeners('data');
   child.stderr.resume();
   (child.stderr as unknown as { unref?: () => void }).unref?.();
-  return { url: connectionUrl(port, password), port, pid: child.pid! };
+  return { url, port, pid: child.pid! };
+}
+
+/** The end of the newest server log file, for an error message; empty when there is none to read. */
+function lastLogLines(pgdata: string): string {
+  try {
+    const dir = serverLogDir(pgdata);
+    const newest = fs
+      .readdirSync(dir)
+      .map((name) => ({ name, at: fs.statSync(path.join(dir, name)).mtimeMs }))
+      .sort((a, b) => b.at - a.at)[0];
+    return newest ? fs.readFileSync(path.join(dir, newest.name), 'utf8').trim() : '';
+  } catch {
+    return '';
+  }
 }
 
 /** SIGINT is PostgreSQL's "fast shutdown": sessions end, data is flushed, the lock file removed. */

@@ -91,6 +91,13 @@ describe('the embedded PostgreSQL and the coffer command', () => {
       assert.equal(await first.stop(), 0);
     }
     assert.equal(postmasterPid(dataDir), undefined, 'serve stops the embedded server on exit');
+    // The server's own log is kept in its data directory, one file a weekday, not thrown away.
+    const logDir = path.join(dataDir, 'postgres', 'log');
+    const logs = fs.readdirSync(logDir);
+    assert.ok(logs.length > 0 && logs.every((f) => /^postgresql-(Mon|Tue|Wed|Thu|Fri|Sat|Sun)\.log$/.test(f)), logs.join(', '));
+    const logged = logs.map((f) => fs.readFileSync(path.join(logDir, f), 'utf8')).join('');
+    assert.match(logged, /database system is ready to accept connections/);
+    assert.match(logged, /database system is shut down/);
 
     const second = await serve({ DATA_DIR: dataDir });
     try {
