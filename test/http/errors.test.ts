@@ -239,10 +239,15 @@ describe('a client that trickles its request', () => {
       const socket = net.connect(port, '127.0.0.1');
       const started = Date.now();
       let answer = '';
-      socket.on('data', (chunk) => (answer += chunk.toString()));
-      socket.write('POST /slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
-      // A byte every 200 ms: never idle, never done.
+      // A byte every 200 ms: never idle, never done; until the answer comes, since a byte written
+      // after the server has closed its end is answered with a reset, and the socket's error.
       const drip = setInterval(() => socket.write(' '), 200);
+      socket.on('data', (chunk) => {
+        clearInterval(drip);
+        answer += chunk.toString();
+      });
+      socket.on('error', () => clearInterval(drip));
+      socket.write('POST /slow HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
       await new Promise((resolve) => socket.on('close', resolve));
       clearInterval(drip);
       const took = Date.now() - started;
