@@ -92,16 +92,21 @@ async function serve(config: Config, args: string[]): Promise<number> {
  * the whole process group, and from npm, which forwards the signals it gets to its script
  * (so that a SIGTERM sent to npm alone stops Coffer too); a service manager signalling the
  * whole group does the same with SIGTERM. A repeat within ECHO_MS of the first signal is that
- * copy and is ignored; a later one has its default effect, so a second Ctrl-C still ends the
- * process at once.
+ * copy and is ignored; a later one ends the process at once, as the signal would by default,
+ * so a second Ctrl-C still does. The listener stays from the start: had the signal's last
+ * listener gone, even for a moment, Node would restore the default action, and a copy
+ * arriving then would end the process mid-shutdown.
  */
 const ECHO_MS = 500;
 function ignoreEchoes(): void {
+  let first = 0;
   for (const name of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(name, () => {
-      const ignore = () => {};
-      process.on(name, ignore);
-      setTimeout(() => process.off(name, ignore), ECHO_MS).unref();
+    process.on(name, () => {
+      if (first === 0) first = Date.now();
+      else if (Date.now() - first >= ECHO_MS) {
+        process.removeAllListeners(name);
+        process.kill(process.pid, name);
+      }
     });
   }
 }
