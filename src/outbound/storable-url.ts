@@ -15,7 +15,7 @@ export function storableUrl(client: Pick<OutboundClient, 'validateUrl'>, url: st
   // ("api.exa\tmple.com" is api.example.com): a URL holding them is a mistake to name.
   if (/[\u0000-\u0020\u007f]/.test(url)) return { ok: false, message: 'must not contain spaces, tabs, line breaks or other control characters' };
   try {
-    const parsed = new URL(client.validateUrl(url).href);
+    const parsed = client.validateUrl(url);
     // A fragment is never sent (a proxy appends its path and query without it), so the URL
     // stored and shown is the one without it: the URL as it is called.
     parsed.hash = '';

@@ -390,13 +390,8 @@ export function createProxyService(deps: {
     const headers = withoutHopByHop(res.headers);
     const transform = entry.row.response_transform;
     if (!transform) {
-      // No body may follow these; drop whatever came so the connection goes back to the pool. The
-      // stream can still fail (undici fails it when a 304 declares the Content-Length of what it
-      // stands for): nobody else listens to it.
-      if (res.status === 204 || res.status === 304) {
-        if (!Buffer.isBuffer(res.body)) res.body.on('error', () => {}).resume();
-        return { status: res.status, headers, body: Buffer.alloc(0) };
-      }
+      // A 204 or 304 comes from the outbound client with an empty body already, whatever its
+      // Content-Length said (src/outbound/client.ts, skipBody).
       return { status: res.status, headers, body: res.body };
     }
     let raw = await readAll(res.body, deps.maxBodyBytes, deps.timeoutMs);
