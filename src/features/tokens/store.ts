@@ -34,6 +34,11 @@ const COLUMNS = `tenant_id, id, type, ciphertext, data_key_id, containers, metad
 const LIVE = '(expires_at IS NULL OR expires_at > statement_timestamp())';
 const EXPIRED = 'expires_at <= statement_timestamp()';
 
+// The GIN indexes on search values and metadata hold only the rows that have some (migration
+// 009): a condition on either states that as well, which it implies, so the planner uses them.
+const INDEXED_SEARCH = `search_hashes <> '{}'`;
+const metadataContains = (param: string) => `(metadata @> ${param}::jsonb AND metadata <> '{}'::jsonb)`;
+
 export type NewToken = Omit<TokenRow, 'tenant_id' | 'created_at' | 'modified_by' | 'modified_at'>;
 
 /**
@@ -132,7 +137,7 @@ function where(tenantId: string, f: TokenFilter): { sql: string; params: unknown
   if (f.types.length) parts.push(`type = ANY(${p(f.types)}::text[])`);
   if (f.container) parts.push(`${p(f.container)} = ANY(containers)`);
   if (f.fingerprint) parts.push(`fingerprint = ${p(f.fingerprint)}`);
-  if (Object.keys(f.metadata).length) parts.push(`metadata @> ${p(JSON.stringify(f.metadata))}::jsonb`);
+  if (Object.keys(f.metadata).length) parts.push(metadataContains(p(JSON.stringify(f.metadata))));
   if (f.reach !== 'all') {
     const underContainer = (prefix: string) => `EXISTS (SELECT 1 FROM unnest(containers) c WHERE starts_with(c, ${p(prefix)}))`;
     const rules = f.reach.map((r) => {
@@ -215,9 +220,9 @@ export function searchCondition(node: import('../../search/query.ts').SearchNode
       case 'fingerprint':
         return `fingerprint = ${p(n.value)}`;
       case 'data':
-        return `search_hashes @> ARRAY[${p(n.value)}]::text[]`;
+        return `(search_hashes @> ARRAY[${p(n.value)}]::text[] AND ${INDEXED_SEARCH})`;
       default:
-        return `metadata @> ${p(JSON.stringify({ [n.field.slice('metadata.'.length)]: n.value }))}::jsonb`;
+        return metadataContains(p(JSON.stringify({ [n.field.slice('metadata.'.length)]: n.value })));
     }
   };
   return { sql: walk(node), params };
