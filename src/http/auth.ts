@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { ApplicationType } from '../access/permissions.ts';
 import { hasPermission, type Principal } from '../access/principal.ts';
-import { hashApiKey, keyKind, type KeyKind } from '../vault/api-keys.ts';
+import { apiKeyDigest, keyKind, type KeyKind } from '../vault/api-keys.ts';
 import { ApiError } from './errors.ts';
 
 /** What a route requires of its caller; declared in the route's `config.access`. */
@@ -63,7 +63,7 @@ export class Authenticator {
   /** A live cached principal for the key, without I/O; undefined sends the caller to authenticate(). */
   cached(value: string | undefined): Principal | undefined {
     if (!value || !keyKind(value)) return undefined;
-    const entry = this.cache.get(hashApiKey(value).toString('base64'));
+    const entry = this.cache.get(apiKeyDigest(value));
     const now = Date.now();
     if (!entry || entry.until <= now) return undefined;
     const expires = entry.principal.expiresAt;
@@ -74,13 +74,12 @@ export class Authenticator {
     if (!value) throw ApiError.unauthorized();
     const kind = keyKind(value);
     if (!kind) throw ApiError.unauthorized('The API key is not valid.');
-    const hash = hashApiKey(value);
-    const cacheKey = hash.toString('base64');
+    const cacheKey = apiKeyDigest(value);
     const now = Date.now();
     const entry = this.cache.get(cacheKey);
     let principal = entry && entry.until > now ? entry.principal : undefined;
     if (!principal) {
-      principal = await this.lookup(cacheKey, hash, kind);
+      principal = await this.lookup(cacheKey, kind);
       if (!principal) throw ApiError.unauthorized('The API key is not valid.');
     }
     if (principal.expiresAt && principal.expiresAt.getTime() <= now) throw ApiError.unauthorized('The API key has expired.');
@@ -88,7 +87,9 @@ export class Authenticator {
   }
 
   /** The key's principal from the resolver, through the lookup under way for it when there is one. */
-  private lookup(cacheKey: string, hash: Buffer, kind: KeyKind): Promise<Principal | undefined> {
+  private lookup(cacheKey: string, kind: KeyKind): Promise<Principal | undefined> {
+    // The digest as stored, made only for the lookup: a cache hit needs just the string.
+    const hash = Buffer.from(cacheKey, 'base64');
     // With the cache off (AUTH_CACHE_SECONDS=0) every request looks its key up itself.
     if (this.ttlMs <= 0) return this.resolve(hash, kind);
     const generation = this.generation;

@@ -12,9 +12,18 @@ export function generateApiKey(kind: KeyKind): string {
   return PREFIX[kind] + randomBytes(32).toString('base64url');
 }
 
-/** On every authenticated request: the one-shot hash, without a Hash object per call. */
+/** The stored form of a key: its SHA-256. */
 export function hashApiKey(value: string): Buffer {
-  return hash('sha256', value, 'buffer');
+  return Buffer.from(apiKeyDigest(value), 'base64');
+}
+
+/**
+ * The same hash in base64, for the authentication cache on every request: the one-shot hash
+ * without a Hash object, and without the Buffer its 'buffer' output costs (about three times
+ * the base64 string's time on Node 24).
+ */
+export function apiKeyDigest(value: string): string {
+  return hash('sha256', value, 'base64');
 }
 
 export function keyKind(value: string): KeyKind | undefined {

@@ -67,10 +67,15 @@ const RANGES: Range[] = [
 // Longer prefixes first, so 6011 wins over 62 and 4011 78 (elo) over 4 (visa).
 RANGES.sort((a, b) => b.digits - a.digits);
 
+const MAX_DIGITS = Math.max(...RANGES.map((range) => range.digits));
+
 export function cardBrand(number: string): string {
+  // Each prefix length's value once, not once per range: every card token created asks.
+  const prefixes: number[] = [];
+  for (let digits = 1; digits <= Math.min(MAX_DIGITS, number.length); digits++) prefixes[digits] = Number(number.slice(0, digits));
   for (const range of RANGES) {
-    const prefix = Number(number.slice(0, range.digits));
-    if (number.length >= range.digits && prefix >= range.from && prefix <= range.to && range.lengths.includes(number.length)) {
+    const prefix = prefixes[range.digits];
+    if (prefix !== undefined && prefix >= range.from && prefix <= range.to && range.lengths.includes(number.length)) {
       return range.brand;
     }
   }
