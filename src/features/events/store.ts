@@ -1,4 +1,5 @@
 import type { Database } from '../../db/database.ts';
+import { arrayLiteral } from '../../db/array-literal.ts';
 import type { Statement } from '../../db/group-commit.ts';
 
 /**
@@ -13,12 +14,12 @@ export function insertEventsStatement(
      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::jsonb[], $6::timestamptz[])
      RETURNING id, tenant_id, type, payload, created_at`,
     params: [
-      events.map((e) => e.id),
-      events.map((e) => e.tenant_id),
-      events.map((e) => e.type),
-      events.map((e) => e.entity_id),
-      events.map((e) => JSON.stringify(e.payload)),
-      events.map((e) => e.created_at),
+      arrayLiteral(events.map((e) => e.id)),
+      arrayLiteral(events.map((e) => e.tenant_id)),
+      arrayLiteral(events.map((e) => e.type)),
+      arrayLiteral(events.map((e) => e.entity_id)),
+      arrayLiteral(events.map((e) => JSON.stringify(e.payload))),
+      arrayLiteral(events.map((e) => e.created_at.toISOString())),
     ],
   };
 }

@@ -1,4 +1,5 @@
 import type { Database } from '../../db/database.ts';
+import { arrayLiteral } from '../../db/array-literal.ts';
 import type { Statement } from '../../db/group-commit.ts';
 
 export type AuditEvent = {
@@ -19,14 +20,14 @@ export function insertEventsStatement(events: Omit<AuditEvent, 'created_at'>[]):
     sql: `INSERT INTO audit_events (id, tenant_id, actor_id, actor_type, entity_type, entity_id, operation, message)
      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])`,
     params: [
-      events.map((e) => e.id),
-      events.map((e) => e.tenant_id),
-      events.map((e) => e.actor_id),
-      events.map((e) => e.actor_type),
-      events.map((e) => e.entity_type),
-      events.map((e) => e.entity_id),
-      events.map((e) => e.operation),
-      events.map((e) => e.message),
+      arrayLiteral(events.map((e) => e.id)),
+      arrayLiteral(events.map((e) => e.tenant_id)),
+      arrayLiteral(events.map((e) => e.actor_id)),
+      arrayLiteral(events.map((e) => e.actor_type)),
+      arrayLiteral(events.map((e) => e.entity_type)),
+      arrayLiteral(events.map((e) => e.entity_id)),
+      arrayLiteral(events.map((e) => e.operation)),
+      arrayLiteral(events.map((e) => e.message)),
     ],
   };
 }
