@@ -1,4 +1,5 @@
 import type { TokenReach } from '../../access/evaluate.ts';
+import { arrayLiteral } from '../../db/array-literal.ts';
 import type { Database, Tx } from '../../db/database.ts';
 import type { Statement } from '../../db/group-commit.ts';
 import { offsetPage } from '../../db/offset-page.ts';
@@ -74,7 +75,7 @@ export function storedInOrder(rows: (NewToken & { tenant_id: string })[], return
 export async function findTokensByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<TokenRow[]> {
   return db.query<TokenRow>(
     `SELECT ${COLUMNS} FROM unnest($1::uuid[], $2::text[]) AS k (tenant_id, id) JOIN tokens USING (tenant_id, id) WHERE ${LIVE}`,
-    [keys.map((k) => k.tenantId), keys.map((k) => k.id)],
+    [arrayLiteral(keys.map((k) => k.tenantId)), arrayLiteral(keys.map((k) => k.id))],
   );
 }
 
