@@ -30,6 +30,10 @@ export type KeyResolver = (hash: Buffer, kind: KeyKind) => Promise<Principal | u
 
 const API_KEY_HEADER = 'svc-api-key';
 const MAX_CACHE_ENTRIES = 10_000;
+/** The share of AUTH_CACHE_SECONDS after which a key in use is looked up again in the background. */
+const REFRESH_AFTER = 0.8;
+
+type CacheEntry = { principal: Principal; until: number; refreshAt: number };
 
 /**
  * Resolves API keys to principals, caching them for a few seconds. Revocation does not
@@ -39,7 +43,7 @@ const MAX_CACHE_ENTRIES = 10_000;
 export class Authenticator {
   private readonly resolve: KeyResolver;
   private readonly ttlMs: number;
-  private readonly cache = new Map<string, { principal: Principal; until: number }>();
+  private readonly cache = new Map<string, CacheEntry>();
   /**
    * Lookups under way, by key hash: concurrent requests that miss the cache for the same key
    * (every connection of a client the moment its entry expires) wait for one lookup instead of
@@ -62,12 +66,12 @@ export class Authenticator {
 
   /** A live cached principal for the key, without I/O; undefined sends the caller to authenticate(). */
   cached(value: string | undefined): Principal | undefined {
-    if (!value || !keyKind(value)) return undefined;
-    const entry = this.cache.get(apiKeyDigest(value));
+    const kind = value ? keyKind(value) : undefined;
+    if (!value || !kind) return undefined;
     const now = Date.now();
-    if (!entry || entry.until <= now) return undefined;
-    const expires = entry.principal.expiresAt;
-    return expires && expires.getTime() <= now ? undefined : entry.principal;
+    const principal = this.live(apiKeyDigest(value), kind, now);
+    const expires = principal?.expiresAt;
+    return expires && expires.getTime() <= now ? undefined : principal;
   }
 
   async authenticate(value: string | undefined): Promise<Principal> {
@@ -76,14 +80,38 @@ export class Authenticator {
     if (!kind) throw ApiError.unauthorized('The API key is not valid.');
     const cacheKey = apiKeyDigest(value);
     const now = Date.now();
-    const entry = this.cache.get(cacheKey);
-    let principal = entry && entry.until > now ? entry.principal : undefined;
+    let principal = this.live(cacheKey, kind, now);
     if (!principal) {
       principal = await this.lookup(cacheKey, kind);
       if (!principal) throw ApiError.unauthorized('The API key is not valid.');
     }
     if (principal.expiresAt && principal.expiresAt.getTime() <= now) throw ApiError.unauthorized('The API key has expired.');
     return principal;
+  }
+
+  /** The principal of the key's entry while it lasts; an entry near its end is refreshed meanwhile. */
+  private live(cacheKey: string, kind: KeyKind, now: number): Principal | undefined {
+    const entry = this.cache.get(cacheKey);
+    if (!entry || entry.until <= now) return undefined;
+    if (entry.refreshAt <= now) this.refresh(cacheKey, kind, entry);
+    return entry.principal;
+  }
+
+  /**
+   * Looks a cached key up again shortly before its entry ends, while requests go on being
+   * served from the entry: under steady traffic no request waits for the key's lookup, where
+   * every request arriving while an expired key was looked up again used to wait for it. The
+   * entry's end, and so how long a revoked key may be honoured, stays what it was. A refresh
+   * that no longer finds the key drops the entry at once; one that fails leaves it to expire.
+   */
+  private refresh(cacheKey: string, kind: KeyKind, entry: CacheEntry): void {
+    entry.refreshAt = Infinity;
+    this.lookup(cacheKey, kind).then(
+      (found) => {
+        if (!found && this.cache.get(cacheKey) === entry) this.cache.delete(cacheKey);
+      },
+      () => {},
+    );
   }
 
   /** The key's principal from the resolver, through the lookup under way for it when there is one. */
@@ -112,7 +140,7 @@ export class Authenticator {
 
   private remember(cacheKey: string, principal: Principal, now: number): void {
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(cacheKey, { principal, until: now + this.ttlMs });
+    this.cache.set(cacheKey, { principal, until: now + this.ttlMs, refreshAt: now + REFRESH_AFTER * this.ttlMs });
   }
 }
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import type { Principal } from '../../src/access/principal.ts';
 import { Authenticator } from '../../src/http/auth.ts';
 
@@ -79,5 +79,74 @@ describe('Authenticator', () => {
     for (const c of calls) c.resolve(principal());
     await Promise.all(waiting);
     assert.equal(auth.cached(KEY), undefined);
+  });
+  describe('refreshing a key in use before its entry ends', () => {
+    /** An Authenticator with a 5 s cache whose key was looked up at time 0; Date is mocked. */
+    async function cachedAtZero(t: { after(fn: () => void): void }) {
+      mock.timers.enable({ apis: ['Date'], now: 0 });
+      t.after(() => mock.timers.reset());
+      const { calls, resolver } = gatedResolver();
+      const auth = new Authenticator(resolver, 5);
+      const first = auth.authenticate(KEY);
+      calls[0].resolve(principal('t1'));
+      await first;
+      return { auth, calls };
+    }
+    const settle = () => new Promise((r) => setImmediate(r));
+
+    it('serves the entry while one lookup refreshes it, from 80% of its life on', async (t) => {
+      const { auth, calls } = await cachedAtZero(t);
+      mock.timers.tick(3_999);
+      assert.equal(auth.cached(KEY)?.tenantId, 't1');
+      assert.equal(calls.length, 1, 'no refresh before 4 s');
+      mock.timers.tick(1);
+      assert.equal(auth.cached(KEY)?.tenantId, 't1', 'served from the entry during the refresh');
+      assert.equal((await auth.authenticate(KEY)).tenantId, 't1');
+      assert.equal(calls.length, 2, 'one refresh, however many requests');
+      calls[1].resolve(principal('t2'));
+      await settle();
+      // Past the first entry's end: the refreshed one answers, and nobody waited for a lookup.
+      mock.timers.tick(2_000);
+      assert.equal(auth.cached(KEY)?.tenantId, 't2');
+      assert.equal(calls.length, 2);
+    });
+
+    it('drops the entry at once when the refresh no longer finds the key', async (t) => {
+      const { auth, calls } = await cachedAtZero(t);
+      mock.timers.tick(4_500);
+      assert.equal(auth.cached(KEY)?.tenantId, 't1');
+      calls[1].resolve(undefined);
+      await settle();
+      assert.equal(auth.cached(KEY), undefined);
+      const again = auth.authenticate(KEY);
+      calls[2].resolve(undefined);
+      await assert.rejects(again, { status: 401 });
+    });
+
+    it('keeps the entry to its end when the refresh fails, and then looks the key up again', async (t) => {
+      const { auth, calls } = await cachedAtZero(t);
+      mock.timers.tick(4_500);
+      auth.cached(KEY);
+      calls[1].reject(new Error('database down'));
+      await settle();
+      assert.equal(auth.cached(KEY)?.tenantId, 't1', 'still within the entry');
+      assert.equal(calls.length, 2, 'one refresh per entry');
+      mock.timers.tick(500);
+      assert.equal(auth.cached(KEY), undefined, 'ended at 5 s as before');
+      const next = auth.authenticate(KEY);
+      assert.equal(calls.length, 3);
+      calls[2].resolve(principal('t3'));
+      assert.equal((await next).tenantId, 't3');
+    });
+
+    it('does not cache a refresh that raced an invalidation', async (t) => {
+      const { auth, calls } = await cachedAtZero(t);
+      mock.timers.tick(4_500);
+      auth.cached(KEY);
+      auth.invalidate();
+      calls[1].resolve(principal('stale'));
+      await settle();
+      assert.equal(auth.cached(KEY), undefined);
+    });
   });
 });

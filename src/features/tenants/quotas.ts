@@ -18,7 +18,7 @@ export class TenantQuotas {
   private readonly db: Database;
   private readonly defaults: Quotas;
   private readonly cacheMs: number;
-  private readonly cache = new Map<string, { quotas: Promise<Quotas>; until: number }>();
+  private readonly cache = new Map<string, { quotas: Promise<Quotas>; until: number; refreshAt: number }>();
 
   constructor(db: Database, defaults: Quotas, cacheMs: number) {
     this.db = db;
@@ -29,15 +29,32 @@ export class TenantQuotas {
   of(tenantId: string): Promise<Quotas> {
     const now = Date.now();
     const hit = this.cache.get(tenantId);
-    if (hit && hit.until > now) return hit.quotas;
-    // Shared by concurrent requests: never inside one request's transaction.
-    const quotas = this.db.withoutAmbient(() => this.load(tenantId));
+    if (hit && hit.until > now) {
+      // Read again shortly before the entry ends, serving it meanwhile: under steady traffic no
+      // detokenization waits for the tenant's settings. A failed read leaves the entry to expire.
+      if (hit.refreshAt <= now) {
+        hit.refreshAt = Infinity;
+        const next = this.read(tenantId);
+        next.then(() => this.cache.get(tenantId) === hit && this.remember(tenantId, next, Date.now()), () => {});
+      }
+      return hit.quotas;
+    }
+    const quotas = this.read(tenantId);
     if (this.cacheMs > 0) {
-      if (this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(tenantId, { quotas, until: now + this.cacheMs });
+      this.remember(tenantId, quotas, now);
       quotas.catch(() => this.cache.delete(tenantId));
     }
     return quotas;
+  }
+
+  /** Shared by concurrent requests: never inside one request's transaction. */
+  private read(tenantId: string): Promise<Quotas> {
+    return this.db.withoutAmbient(() => this.load(tenantId));
+  }
+
+  private remember(tenantId: string, quotas: Promise<Quotas>, now: number): void {
+    if (!this.cache.has(tenantId) && this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(tenantId, { quotas, until: now + this.cacheMs, refreshAt: now + 0.8 * this.cacheMs });
   }
 
   private async load(tenantId: string): Promise<Quotas> {
