@@ -15,6 +15,12 @@ const MIGRATION_LOCK = 726_411_903;
  */
 export async function migrate(pool: pg.Pool, log: Logger): Promise<string[]> {
   const client = await pool.connect();
+  let current: string | undefined;
+  // What a migration has to tell the operator (RAISE NOTICE: a step left for them) reaches the log.
+  const onNotice = (notice: { message?: string }) => {
+    if (current) log.warn({ migration: current, notice: notice.message }, 'migration notice');
+  };
+  client.on('notice', onNotice);
   try {
     // Building an index on a large table, or waiting for another process's migrations, may
     // take longer than DATABASE_STATEMENT_TIMEOUT_MS allows a request: no limit here. The
@@ -29,6 +35,7 @@ export async function migrate(pool: pg.Pool, log: Logger): Promise<string[]> {
       const version = file.replace(/\.sql$/, '');
       if (done.has(version)) continue;
       const sql = fs.readFileSync(path.join(MIGRATIONS_DIR, file), 'utf8');
+      current = version;
       await client.query('BEGIN');
       try {
         await client.query(sql);
@@ -43,6 +50,8 @@ export async function migrate(pool: pg.Pool, log: Logger): Promise<string[]> {
     }
     return applied;
   } finally {
+    current = undefined;
+    client.off('notice', onNotice);
     await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
     client.release(true);
   }

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { Database } from '../../src/db/database.ts';
@@ -93,5 +95,93 @@ describe('vault: the tokens table', () => {
       [tenantId, ...c.params],
     );
     assert.deepEqual(found.map((r) => r.id), ['row-100', 'row-50']);
+  });
+});
+
+/**
+ * Migration 009 rebuilds the GIN indexes only while that is quick: a tokens table of 100,000
+ * rows or more keeps its indexes (the rebuild would block token writes), for an operator to
+ * rebuild concurrently. Searches work either way.
+ */
+describe('vault: migration 009 on a large tokens table', () => {
+  let database: { url: string; drop(): Promise<void> };
+  let db: Database;
+  const dir = path.join(import.meta.dirname, '../../src/db/migrations');
+
+  before(async () => {
+    database = await createTestDatabase();
+    db = new Database(database.url, 2, log);
+  });
+  after(async () => {
+    await db.close();
+    await database.drop();
+  });
+
+  const indexDefinitions = async () =>
+    Object.fromEntries(
+      (await db.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'tokens'`)).map((r) => [
+        r.indexname,
+        r.indexdef,
+      ]),
+    );
+
+  it('leaves the indexes of 100,000 tokens as they are, and still refuses to delete a key', async () => {
+    // The schema as it was before 009, as migrate() itself records it.
+    await db.query(`CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    for (const file of fs.readdirSync(dir).filter((f) => f < '009').sort()) {
+      // A file of many statements: the simple protocol, as migrate() sends it.
+      await db.pool.query(fs.readFileSync(path.join(dir, file), 'utf8'));
+      await db.query(`INSERT INTO schema_migrations (version) VALUES ($1)`, [file.replace(/\.sql$/, '')]);
+    }
+    const tenantId = randomUUID();
+    const keyId = randomUUID();
+    await db.query(`INSERT INTO tenants (id, name) VALUES ($1, 'large')`, [tenantId]);
+    await db.query(`INSERT INTO tenant_keys (id, tenant_id, purpose, kek_id, wrapped) VALUES ($1, $2, 'data', 'k1', '\\x00')`, [keyId, tenantId]);
+    await db.query(
+      `INSERT INTO tokens (tenant_id, id, type, ciphertext, data_key_id, containers)
+       SELECT $1, 'row-' || g, 'token', '\\x00', $2, '{/general/}' FROM generate_series(1, 100000) g`,
+      [tenantId, keyId],
+    );
+    const lines: string[] = [];
+    const recorded = createLogger('info', { write: (line: string) => void lines.push(line) });
+    assert.deepEqual(await migrate(db.pool, recorded), ['009_token_write_cost']);
+    // The operator hears of the step left to them.
+    const notice = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'migration notice');
+    assert.equal(notice?.migration, '009_token_write_cost');
+    assert.match(notice?.notice, /GIN indexes were left as they are/);
+    const defs = await indexDefinitions();
+    assert.doesNotMatch(defs.tokens_search, /WHERE/);
+    assert.doesNotMatch(defs.tokens_metadata, /WHERE/);
+    const keys = await db.query<{ conname: string }>(`SELECT conname FROM pg_constraint WHERE conrelid = 'tokens'::regclass AND contype = 'f'`);
+    assert.deepEqual(keys, [], 'the foreign keys go whatever the size');
+    await assert.rejects(db.query(`DELETE FROM tenant_keys WHERE id = $1`, [keyId]), /tenant keys are never deleted/);
+    // The searches' added condition does not keep them off a full index.
+    const c = searchCondition(parseSearchQuery('data:hash-1'));
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL enable_seqscan = off');
+      const plan = (await client.query(`EXPLAIN SELECT id FROM tokens WHERE ${c.sql}`, c.params)).rows.map((r) => r['QUERY PLAN']).join('\n');
+      assert.match(plan, /Bitmap Index Scan on tokens_search/);
+    } finally {
+      await client.query('ROLLBACK');
+      client.release();
+    }
+  });
+
+  it('makes them partial on a table under 100,000 tokens (a fresh one here)', async () => {
+    const fresh = await createTestDatabase();
+    const other = new Database(fresh.url, 2, log);
+    try {
+      await migrate(other.pool, log);
+      const defs = Object.fromEntries(
+        (await other.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'tokens'`)).map((r) => [r.indexname, r.indexdef]),
+      );
+      assert.match(defs.tokens_search, /WHERE \(search_hashes <> '\{\}'::text\[\]\)/);
+      assert.match(defs.tokens_metadata, /WHERE \(metadata <> '\{\}'::jsonb\)/);
+    } finally {
+      await other.close();
+      await fresh.drop();
+    }
   });
 });

@@ -22,8 +22,20 @@ CREATE TRIGGER tenant_keys_never_deleted BEFORE DELETE OR TRUNCATE ON tenant_key
 -- A GIN index records a row with no keys too (an "empty item"), so every token paid two GIN
 -- insertions, and the pending-list merges that follow them, for search values and metadata
 -- most tokens do not have. Only rows that have them are indexed now; the queries that search
--- them (src/features/tokens/store.ts) state the same condition, which their own implies.
-DROP INDEX tokens_search;
-CREATE INDEX tokens_search ON tokens USING gin (search_hashes) WHERE search_hashes <> '{}';
-DROP INDEX tokens_metadata;
-CREATE INDEX tokens_metadata ON tokens USING gin (metadata jsonb_path_ops) WHERE metadata <> '{}'::jsonb;
+-- them (src/features/tokens/store.ts) state the same condition, which their own implies, and
+-- use either form of the index. Rebuilding an index blocks writes to the table while it
+-- runs, so it is done here only for a table of fewer than 100,000 tokens (a second or so);
+-- a larger one keeps its indexes, and docs/operations.md ("Upgrades") gives the rebuild
+-- without blocking writes as an operator step.
+DO $$
+BEGIN
+  IF (SELECT count(*) FROM (SELECT 1 FROM tokens LIMIT 100000) AS sample) < 100000 THEN
+    DROP INDEX tokens_search;
+    CREATE INDEX tokens_search ON tokens USING gin (search_hashes) WHERE search_hashes <> '{}';
+    DROP INDEX tokens_metadata;
+    CREATE INDEX tokens_metadata ON tokens USING gin (metadata jsonb_path_ops) WHERE metadata <> '{}'::jsonb;
+  ELSE
+    RAISE NOTICE 'tokens holds 100,000 rows or more: its GIN indexes were left as they are; see docs/operations.md, "Upgrades", to make them partial without blocking writes';
+  END IF;
+END
+$$;
