@@ -9,6 +9,9 @@ export type Quotas = Record<QuotaName, number>;
 /** The range an operator may set a quota to (the same as its process-wide setting's). */
 export const QUOTA_RANGES: Record<QuotaName, { min: number; max: number }> = { detokenize_limit: { min: 1, max: 10_000 } };
 
+/** The share of the cache time after which a tenant's quotas in use are read again in the background. */
+const REFRESH_AFTER = 0.8;
+
 /**
  * A tenant's quotas: its own where an operator set one (`coffer quota`), the process
  * defaults otherwise. Read on the hot path (every detokenization), so kept for `cacheMs`: a
@@ -35,7 +38,12 @@ export class TenantQuotas {
       if (hit.refreshAt <= now) {
         hit.refreshAt = Infinity;
         const next = this.read(tenantId);
-        next.then(() => this.cache.get(tenantId) === hit && this.remember(tenantId, next, Date.now()), () => {});
+        next.then(
+          () => {
+            if (this.cache.get(tenantId) === hit) this.remember(tenantId, next, Date.now());
+          },
+          () => {},
+        );
       }
       return hit.quotas;
     }
@@ -54,7 +62,7 @@ export class TenantQuotas {
 
   private remember(tenantId: string, quotas: Promise<Quotas>, now: number): void {
     if (!this.cache.has(tenantId) && this.cache.size >= 10_000) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(tenantId, { quotas, until: now + this.cacheMs, refreshAt: now + 0.8 * this.cacheMs });
+    this.cache.set(tenantId, { quotas, until: now + this.cacheMs, refreshAt: now + REFRESH_AFTER * this.cacheMs });
   }
 
   private async load(tenantId: string): Promise<Quotas> {
