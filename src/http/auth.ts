@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fast
 import type { ApplicationType } from '../access/permissions.ts';
 import { hasPermission, type Principal } from '../access/principal.ts';
 import { apiKeyDigest, keyKind, type KeyKind } from '../vault/api-keys.ts';
+import { LiveCache } from '../live-cache.ts';
 import { ApiError } from './errors.ts';
 
 /** What a route requires of its caller; declared in the route's `config.access`. */
@@ -29,39 +30,25 @@ declare module 'fastify' {
 export type KeyResolver = (hash: Buffer, kind: KeyKind) => Promise<Principal | undefined>;
 
 const API_KEY_HEADER = 'svc-api-key';
-const MAX_CACHE_ENTRIES = 10_000;
-/** The share of AUTH_CACHE_SECONDS after which a key in use is looked up again in the background. */
-const REFRESH_AFTER = 0.8;
-
-type CacheEntry = { principal: Principal; until: number; refreshAt: number };
 
 /**
- * Resolves API keys to principals, caching them for a few seconds. Revocation does not
- * wait for the cache: every change that affects a key clears it in all processes
- * (see Notifier), and expiry times are checked on each request, cached or not.
+ * Resolves API keys to principals, caching them for a few seconds (src/live-cache.ts:
+ * concurrent misses of a key share one lookup, and a key in use is looked up again before its
+ * entry ends). Revocation does not wait for the cache: every change that affects a key clears
+ * it in all processes (see Notifier), and expiry times are checked on each request, cached or not.
  */
 export class Authenticator {
   private readonly resolve: KeyResolver;
-  private readonly ttlMs: number;
-  private readonly cache = new Map<string, CacheEntry>();
-  /**
-   * Lookups under way, by key hash: concurrent requests that miss the cache for the same key
-   * (every connection of a client the moment its entry expires) wait for one lookup instead of
-   * sending one each. Only requests of the same generation share one: a request that arrives
-   * after an invalidation starts a lookup of its own. Not with the cache off.
-   */
-  private readonly pending = new Map<string, { generation: number; principal: Promise<Principal | undefined> }>();
-  private generation = 0;
+  /** By the key's SHA-256 digest (base64), never the key itself. */
+  private readonly cache: LiveCache<Principal>;
 
   constructor(resolve: KeyResolver, cacheSeconds: number) {
     this.resolve = resolve;
-    this.ttlMs = cacheSeconds * 1000;
+    this.cache = new LiveCache(cacheSeconds * 1000);
   }
 
   invalidate(): void {
-    this.generation++;
-    this.cache.clear();
-    this.pending.clear();
+    this.cache.invalidate();
   }
 
   /** A live cached principal for the key, without I/O; undefined sends the caller to authenticate(). */
@@ -69,7 +56,8 @@ export class Authenticator {
     const kind = value ? keyKind(value) : undefined;
     if (!value || !kind) return undefined;
     const now = Date.now();
-    const principal = this.live(apiKeyDigest(value), kind, now);
+    const digest = apiKeyDigest(value);
+    const principal = this.cache.peek(digest, () => this.lookup(digest, kind));
     const expires = principal?.expiresAt;
     return expires && expires.getTime() <= now ? undefined : principal;
   }
@@ -78,69 +66,16 @@ export class Authenticator {
     if (!value) throw ApiError.unauthorized();
     const kind = keyKind(value);
     if (!kind) throw ApiError.unauthorized('The API key is not valid.');
-    const cacheKey = apiKeyDigest(value);
-    const now = Date.now();
-    let principal = this.live(cacheKey, kind, now);
-    if (!principal) {
-      principal = await this.lookup(cacheKey, kind);
-      if (!principal) throw ApiError.unauthorized('The API key is not valid.');
-    }
-    if (principal.expiresAt && principal.expiresAt.getTime() <= now) throw ApiError.unauthorized('The API key has expired.');
+    const digest = apiKeyDigest(value);
+    const principal = await this.cache.get(digest, () => this.lookup(digest, kind));
+    if (!principal) throw ApiError.unauthorized('The API key is not valid.');
+    if (principal.expiresAt && principal.expiresAt.getTime() <= Date.now()) throw ApiError.unauthorized('The API key has expired.');
     return principal;
   }
 
-  /** The principal of the key's entry while it lasts; an entry near its end is refreshed meanwhile. */
-  private live(cacheKey: string, kind: KeyKind, now: number): Principal | undefined {
-    const entry = this.cache.get(cacheKey);
-    if (!entry || entry.until <= now) return undefined;
-    if (entry.refreshAt <= now) this.refresh(cacheKey, kind, entry);
-    return entry.principal;
-  }
-
-  /**
-   * Looks a cached key up again shortly before its entry ends, while requests go on being
-   * served from the entry: under steady traffic no request waits for the key's lookup, where
-   * every request arriving while an expired key was looked up again used to wait for it. The
-   * entry's end, and so how long a revoked key may be honoured, stays what it was. A refresh
-   * that no longer finds the key drops the entry at once; one that fails leaves it to expire.
-   */
-  private refresh(cacheKey: string, kind: KeyKind, entry: CacheEntry): void {
-    entry.refreshAt = Infinity;
-    this.lookup(cacheKey, kind).then(
-      (found) => {
-        if (!found && this.cache.get(cacheKey) === entry) this.cache.delete(cacheKey);
-      },
-      () => {},
-    );
-  }
-
-  /** The key's principal from the resolver, through the lookup under way for it when there is one. */
-  private lookup(cacheKey: string, kind: KeyKind): Promise<Principal | undefined> {
-    // The digest as stored, made only for the lookup: a cache hit needs just the string.
-    const hash = Buffer.from(cacheKey, 'base64');
-    // With the cache off (AUTH_CACHE_SECONDS=0) every request looks its key up itself.
-    if (this.ttlMs <= 0) return this.resolve(hash, kind);
-    const generation = this.generation;
-    const shared = this.pending.get(cacheKey);
-    if (shared && shared.generation === generation) return shared.principal;
-    const started = Date.now();
-    const principal = this.resolve(hash, kind);
-    const flight = { generation, principal };
-    this.pending.set(cacheKey, flight);
-    const done = () => {
-      if (this.pending.get(cacheKey) === flight) this.pending.delete(cacheKey);
-    };
-    principal.then((found) => {
-      done();
-      // An invalidation that raced the lookup means the row we read may be stale: do not cache it.
-      if (found && generation === this.generation) this.remember(cacheKey, found, started);
-    }, done);
-    return principal;
-  }
-
-  private remember(cacheKey: string, principal: Principal, now: number): void {
-    if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(cacheKey, { principal, until: now + this.ttlMs, refreshAt: now + REFRESH_AFTER * this.ttlMs });
+  /** The stored form of the digest is made only for a lookup: a cache hit needs just the string. */
+  private lookup(digest: string, kind: KeyKind): Promise<Principal | undefined> {
+    return this.resolve(Buffer.from(digest, 'base64'), kind);
   }
 }
 

@@ -11,6 +11,7 @@ import { ApiError, FieldErrorList, toApiError } from '../../http/errors.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
+import { LiveCache } from '../../live-cache.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
 import { storableUrl } from '../../outbound/storable-url.ts';
 import { configurationTooLarge, type Sandbox, type SandboxFailure, type SdkHost } from '../../sandbox/index.ts';
@@ -88,7 +89,6 @@ type Sealed = { key: string; configuration: Record<string, string> | null };
 type Live = {
   row: ProxyRow;
   configuration: Record<string, string>;
-  until: number;
   /** The configured application's principal, looked up once per cache entry. */
   application?: Promise<Principal | undefined>;
 };
@@ -119,12 +119,9 @@ export function createProxyService(deps: {
   cacheSeconds: number;
 }) {
   const { db, vault, logs, notifier, outbound, sandbox, applications, detokenize, tokens } = deps;
-  const cache = new Map<string, Live>();
-  let generation = 0;
-  notifier.onInvalidate(() => {
-    generation++;
-    cache.clear();
-  });
+  // By the proxy key itself (held in memory anyway): a hit costs no hashing.
+  const cache = new LiveCache<Live>(deps.cacheSeconds * 1000, MAX_CACHE_ENTRIES);
+  notifier.onInvalidate(() => cache.invalidate());
   const buckets = new TokenBuckets(deps.anonymousRate, deps.anonymousBurst);
   // JSON of a transform's input or output: the body plus headers and the rest.
   const sandboxIoBytes = Math.max(1_048_576, 2 * deps.maxBodyBytes + 65_536);
@@ -263,22 +260,17 @@ export function createProxyService(deps: {
 
   // ---- invocation -------------------------------------------------------------------
 
-  /** The proxy a key invokes. Cached by the key itself (held in memory anyway): a hit costs no hashing. */
-  async function live(key: string): Promise<Live | undefined> {
-    const now = Date.now();
-    const hit = cache.get(key);
-    if (hit && hit.until > now) return hit;
-    const seen = generation;
-    const row = await findProxyByKeyHash(db, hashApiKey(key));
-    if (!row) return undefined;
-    const secret = await unseal(row);
-    const entry: Live = { row, configuration: secret.configuration ?? {}, until: now + deps.cacheSeconds * 1000 };
-    // An invalidation that raced the lookup means the row may be stale: use it, do not keep it.
-    if (deps.cacheSeconds > 0 && seen === generation) {
-      if (cache.size >= MAX_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-      cache.set(key, entry);
-    }
-    return entry;
+  /** The proxy a key invokes, from the cache (src/live-cache.ts) or looked up. */
+  function live(key: string): Promise<Live | undefined> {
+    // Shared by concurrent invocations, so outside any one request's transaction.
+    return cache.get(key, () =>
+      db.withoutAmbient(async () => {
+        const row = await findProxyByKeyHash(db, hashApiKey(key));
+        if (!row) return undefined;
+        const secret = await unseal(row);
+        return { row, configuration: secret.configuration ?? {} };
+      }),
+    );
   }
 
   /** The proxy's application as a principal, or undefined when it has none (or it is gone or expired). */

@@ -23,6 +23,7 @@ import { createTokenSdk } from '../tokens/sdk.ts';
 import type { TokenService } from '../tokens/service.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { Gate } from '../../gate.ts';
+import { LiveCache } from '../../live-cache.ts';
 import { failed, ReactorProblem, type Outcome } from './outcome.ts';
 import { MAX_CALLBACK_URL_LENGTH, ReactorBody } from './schema.ts';
 import {
@@ -89,30 +90,23 @@ export function createReactorService(deps: {
   // The reactors that react and react-async invoke, by tenant and id, with the configuration
   // decrypted: held in memory only (never logged), for a few seconds, and cleared by any change
   // notice (an update or delete of a reactor sends one; so does a reconnect of the listener).
-  const cacheMs = Math.max(0, deps.cacheSeconds) * 1000;
-  const cache = new Map<string, { reactor: Reactor; until: number }>();
-  let generation = 0;
-  notifier.onInvalidate(() => {
-    generation++;
-    cache.clear();
-  });
+  const cache = new LiveCache<Reactor>(deps.cacheSeconds * 1000, MAX_CACHE_ENTRIES);
+  notifier.onInvalidate(() => cache.invalidate());
 
-  /** The reactor to invoke: from the cache, or loaded (and kept unless a change raced the lookup). */
+  /** The reactor to invoke: from the cache (src/live-cache.ts), or loaded. */
   async function live(principal: Principal, id: string): Promise<Reactor> {
-    const key = `${principal.tenantId}/${id}`;
-    const now = Date.now();
-    const hit = cache.get(key);
-    if (hit && hit.until > now) return hit.reactor;
-    if (hit) cache.delete(key);
-    const seen = generation;
-    const reactor = await load(principal, id);
-    // Shared by concurrent invocations: nothing may change it.
-    Object.freeze(reactor.configuration);
-    Object.freeze(reactor);
-    if (cacheMs > 0 && seen === generation) {
-      if (cache.size >= MAX_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-      cache.set(key, { reactor, until: now + cacheMs });
-    }
+    // Shared by concurrent invocations, so outside any one request's transaction.
+    const reactor = await cache.get(`${principal.tenantId}/${id}`, () =>
+      db.withoutAmbient(async () => {
+        const row = await findReactor(db, principal.tenantId, id);
+        if (!row) return undefined;
+        const found = await hydrate(row);
+        // Shared by concurrent invocations: nothing may change it.
+        Object.freeze(found.configuration);
+        return Object.freeze(found);
+      }),
+    );
+    if (!reactor) throw ApiError.notFound('reactor');
     return reactor;
   }
 
