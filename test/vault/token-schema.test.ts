@@ -15,6 +15,27 @@ import { createTestDatabase } from '../helpers/server.ts';
 
 const log = createLogger('silent');
 
+/** The plan of a token search, with no sequential scan to fall back on: a condition no index serves shows as one anyway. */
+async function searchPlan(db: Database, query: string): Promise<string> {
+  const c = searchCondition(parseSearchQuery(query));
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SET LOCAL enable_seqscan = off');
+    const rows = (await client.query(`EXPLAIN SELECT id FROM tokens WHERE ${c.sql}`, c.params)).rows as { 'QUERY PLAN': string }[];
+    return rows.map((r) => r['QUERY PLAN']).join('\n');
+  } finally {
+    await client.query('ROLLBACK');
+    client.release();
+  }
+}
+
+/** The definitions of the tokens table's indexes, by name. */
+async function indexDefinitions(db: Database): Promise<Record<string, string>> {
+  const rows = await db.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'tokens'`);
+  return Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef]));
+}
+
 /**
  * What the tokens table keeps instead of per-row foreign keys (migration 009): no tenant key
  * can be deleted, so every token's data key stays; and the GIN indexes, which hold only rows
@@ -69,20 +90,7 @@ describe('vault: the tokens table', () => {
       [tenantId],
     );
     await db.query('ANALYZE tokens');
-    const plan = async (query: string) => {
-      const c = searchCondition(parseSearchQuery(query));
-      const client = await db.pool.connect();
-      try {
-        await client.query('BEGIN');
-        // Without a sequential scan to fall back on, a condition the partial index cannot serve shows as one anyway.
-        await client.query('SET LOCAL enable_seqscan = off');
-        const rows = (await client.query(`EXPLAIN SELECT id FROM tokens WHERE ${c.sql}`, c.params)).rows as { 'QUERY PLAN': string }[];
-        return rows.map((r) => r['QUERY PLAN']).join('\n');
-      } finally {
-        await client.query('ROLLBACK');
-        client.release();
-      }
-    };
+    const plan = (query: string) => searchPlan(db, query);
     assert.match(await plan('data:hash-50'), /Bitmap Index Scan on tokens_search/);
     assert.match(await plan('metadata.order:100'), /Bitmap Index Scan on tokens_metadata/);
     const either = await plan('data:hash-50 OR metadata.order:100');
@@ -117,13 +125,6 @@ describe('vault: migration 009 on a large tokens table', () => {
     await database.drop();
   });
 
-  const indexDefinitions = async () =>
-    Object.fromEntries(
-      (await db.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'tokens'`)).map((r) => [
-        r.indexname,
-        r.indexdef,
-      ]),
-    );
 
   it('leaves the indexes of 100,000 tokens as they are, and still refuses to delete a key', async () => {
     // The schema as it was before 009, as migrate() itself records it.
@@ -149,24 +150,14 @@ describe('vault: migration 009 on a large tokens table', () => {
     const notice = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'migration notice');
     assert.equal(notice?.migration, '009_token_write_cost');
     assert.match(notice?.notice, /GIN indexes were left as they are/);
-    const defs = await indexDefinitions();
+    const defs = await indexDefinitions(db);
     assert.doesNotMatch(defs.tokens_search, /WHERE/);
     assert.doesNotMatch(defs.tokens_metadata, /WHERE/);
     const keys = await db.query<{ conname: string }>(`SELECT conname FROM pg_constraint WHERE conrelid = 'tokens'::regclass AND contype = 'f'`);
     assert.deepEqual(keys, [], 'the foreign keys go whatever the size');
     await assert.rejects(db.query(`DELETE FROM tenant_keys WHERE id = $1`, [keyId]), /tenant keys are never deleted/);
     // The searches' added condition does not keep them off a full index.
-    const c = searchCondition(parseSearchQuery('data:hash-1'));
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SET LOCAL enable_seqscan = off');
-      const plan = (await client.query(`EXPLAIN SELECT id FROM tokens WHERE ${c.sql}`, c.params)).rows.map((r) => r['QUERY PLAN']).join('\n');
-      assert.match(plan, /Bitmap Index Scan on tokens_search/);
-    } finally {
-      await client.query('ROLLBACK');
-      client.release();
-    }
+    assert.match(await searchPlan(db, 'data:hash-1'), /Bitmap Index Scan on tokens_search/);
   });
 
   it('makes them partial on a table under 100,000 tokens (a fresh one here)', async () => {
@@ -174,9 +165,7 @@ describe('vault: migration 009 on a large tokens table', () => {
     const other = new Database(fresh.url, 2, log);
     try {
       await migrate(other.pool, log);
-      const defs = Object.fromEntries(
-        (await other.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'tokens'`)).map((r) => [r.indexname, r.indexdef]),
-      );
+      const defs = await indexDefinitions(other);
       assert.match(defs.tokens_search, /WHERE \(search_hashes <> '\{\}'::text\[\]\)/);
       assert.match(defs.tokens_metadata, /WHERE \(metadata <> '\{\}'::jsonb\)/);
     } finally {

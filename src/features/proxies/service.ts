@@ -94,7 +94,6 @@ type Live = {
 };
 
 const KEY_PREFIX = 'proxy_';
-const MAX_CACHE_ENTRIES = 10_000;
 const MASK_TIMEOUT_MS = 2000;
 const validProxyBody = compileValidator<ProxyInput>(ProxyBody);
 
@@ -120,7 +119,7 @@ export function createProxyService(deps: {
 }) {
   const { db, vault, logs, notifier, outbound, sandbox, applications, detokenize, tokens } = deps;
   // By the proxy key itself (held in memory anyway): a hit costs no hashing.
-  const cache = new LiveCache<Live>(deps.cacheSeconds * 1000, MAX_CACHE_ENTRIES);
+  const cache = new LiveCache<Live>(deps.cacheSeconds * 1000);
   notifier.onInvalidate(() => cache.invalidate());
   const buckets = new TokenBuckets(deps.anonymousRate, deps.anonymousBurst);
   // JSON of a transform's input or output: the body plus headers and the rest.

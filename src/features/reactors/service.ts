@@ -54,7 +54,6 @@ export type ReactorLimits = { syncTimeoutMs: number; asyncTimeoutMs: number; mem
 export const RUN_JOB = 'reactor.run';
 /** The change notice topic of reactors (src/db/notifications.ts): an update or delete clears every process's cache. */
 export const REACTOR_TOPIC = 'reactor';
-const MAX_CACHE_ENTRIES = 10_000;
 
 export type ReactorService = ReturnType<typeof createReactorService>;
 
@@ -90,7 +89,7 @@ export function createReactorService(deps: {
   // The reactors that react and react-async invoke, by tenant and id, with the configuration
   // decrypted: held in memory only (never logged), for a few seconds, and cleared by any change
   // notice (an update or delete of a reactor sends one; so does a reconnect of the listener).
-  const cache = new LiveCache<Reactor>(deps.cacheSeconds * 1000, MAX_CACHE_ENTRIES);
+  const cache = new LiveCache<Reactor>(deps.cacheSeconds * 1000);
   notifier.onInvalidate(() => cache.invalidate());
 
   /** The reactor to invoke: from the cache (src/live-cache.ts), or loaded. */
@@ -98,12 +97,10 @@ export function createReactorService(deps: {
     // Shared by concurrent invocations, so outside any one request's transaction.
     const reactor = await cache.get(`${principal.tenantId}/${id}`, () =>
       db.withoutAmbient(async () => {
-        const row = await findReactor(db, principal.tenantId, id);
-        if (!row) return undefined;
-        const found = await hydrate(row);
+        const found = await find(principal.tenantId, id);
         // Shared by concurrent invocations: nothing may change it.
-        Object.freeze(found.configuration);
-        return Object.freeze(found);
+        if (found) Object.freeze(found.configuration);
+        return found && Object.freeze(found);
       }),
     );
     if (!reactor) throw ApiError.notFound('reactor');
@@ -168,9 +165,14 @@ export function createReactorService(deps: {
   }
 
   async function load(principal: Principal, id: string): Promise<Reactor> {
-    const row = await findReactor(db, principal.tenantId, id);
-    if (!row) throw ApiError.notFound('reactor');
-    return hydrate(row);
+    const reactor = await find(principal.tenantId, id);
+    if (!reactor) throw ApiError.notFound('reactor');
+    return reactor;
+  }
+
+  async function find(tenantId: string, id: string): Promise<Reactor | undefined> {
+    const row = await findReactor(db, tenantId, id);
+    return row && hydrate(row);
   }
 
   async function hydrate(row: ReactorRow): Promise<Reactor> {
