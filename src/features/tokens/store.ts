@@ -44,7 +44,9 @@ export type NewToken = Omit<TokenRow, 'tenant_id' | 'created_at' | 'modified_by'
 
 /**
  * The INSERT of many tokens (any tenants), for a group commit. The rows travel as one JSON
- * document, since their array columns (containers, search values) differ in length. Only what
+ * document, since their array columns (containers, search values) differ in length. It is
+ * sent as `json`, not `jsonb`: read once into records, it need not be built into jsonb first
+ * (whose key sorting and copying cost PostgreSQL ~6% of a created token's time). Only what
  * the database adds comes back (created_at): the rest is what was sent.
  */
 export function insertTokensStatement(rows: (NewToken & { tenant_id: string })[]): Statement {
@@ -53,7 +55,7 @@ export function insertTokensStatement(rows: (NewToken & { tenant_id: string })[]
        search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by)
      SELECT tenant_id, id, type, decode(ciphertext, 'base64'), data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
        search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by
-     FROM jsonb_to_recordset($1::jsonb) AS t (tenant_id uuid, id text, type text, ciphertext text, data_key_id uuid, containers text[],
+     FROM json_to_recordset($1::json) AS t (tenant_id uuid, id text, type text, ciphertext text, data_key_id uuid, containers text[],
        metadata jsonb, mask text, fingerprint text, fingerprint_expression text, search_indexes text[], search_hashes text[],
        deduplicate_token boolean, views jsonb, expires_at timestamptz, created_by uuid)
      RETURNING tenant_id, id, created_at`,
