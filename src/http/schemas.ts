@@ -14,12 +14,20 @@ export function Nullable<T extends TSchema>(schema: T, extra: Record<string, unk
 export const IdParams = Type.Object({ id: Uuid });
 
 /**
- * A map of strings to `value`, its keys `key.minLength` to `key.maxLength` characters. TypeBox
- * writes a record's key schema as a catch-all pattern, which checks nothing: the key limits
- * go in `propertyNames` too, where validation sees them (errors name the key, see errors.ts).
+ * An object of any string keys, each holding `value`. Not TypeBox's Record: that writes the key
+ * as the pattern `^.*$`, which no key holding a line break matches, so ajv left such a key's
+ * value unchecked and fast-json-stringify dropped the entry from responses.
+ */
+export function MapOf<V extends TSchema>(value: V, options: Record<string, unknown> = {}) {
+  return Type.Unsafe<Record<string, Static<V>>>({ ...options, type: 'object', additionalProperties: value });
+}
+
+/**
+ * A map of strings to `value`, its keys `key.minLength` to `key.maxLength` characters, checked
+ * as `propertyNames` (errors name the key, see errors.ts).
  */
 export function StringMap<V extends TSchema>(key: { minLength?: number; maxLength: number }, value: V, options: Record<string, unknown> = {}) {
-  return Type.Record(Type.String(key), value, { ...options, propertyNames: { type: 'string', ...key } });
+  return MapOf(value, { ...options, propertyNames: { type: 'string', ...key } });
 }
 
 export const Problem = Type.Object(
@@ -28,7 +36,7 @@ export const Problem = Type.Object(
     title: Type.String(),
     status: Type.Integer(),
     detail: Type.String(),
-    errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+    errors: Type.Optional(MapOf(Type.Array(Type.String()))),
     // Failed reactor runs and proxy transforms: what the code's error class carried (docs/reactors.md).
     data: Type.Optional(Type.Unknown({ description: 'What the error thrown by reactor or transform code carried' })),
     request_id: Type.String(),

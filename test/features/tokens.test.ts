@@ -375,6 +375,33 @@ describe('POST /tokens', () => {
       assertInvalid(await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(101)]: 'v' } }), 'body.metadata');
       assert.equal((await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(100)]: 'v' } })).status, 201);
     });
+
+    it('text that JSON escapes (quotes, backslashes, control characters, astral characters) is stored as sent', async () => {
+      // Created rows reach the database inside one JSON document per batch: what it escapes must come back unescaped.
+      const text = 'a "quoted" \\path\\ \t tab\nline \u0001 é 😀';
+      const body = {
+        type: 'token',
+        data: { value: text },
+        metadata: { [`key ${text}`]: text },
+        mask: `masked ${text}`,
+        search_indexes: [`{{ data.value }}`],
+        fingerprint_expression: `{{ data.value }} ${text}`,
+      };
+      const t = await created(body);
+      assert.equal(t.data, `masked ${text}`);
+      for (const got of [t, (await call(server, 'GET', `/tokens/${t.id}`, { key: plain.key })).body]) {
+        assert.deepEqual(got.metadata, { [`key ${text}`]: text });
+        assert.equal(got.mask, `masked ${text}`);
+        assert.equal(got.fingerprint_expression, `{{ data.value }} ${text}`);
+        assert.deepEqual(got.search_indexes, ['{{ data.value }}']);
+      }
+      assert.deepEqual((await read(t.id)).body.data, { value: text });
+      // A key with a line break is a metadata key like any other: filtered by, and its value checked.
+      const listed = await call(server, 'GET', `/tokens?${new URLSearchParams({ [`metadata.key ${text}`]: text })}`, { key: plain.key });
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual(listed.body.data.map((x: { id: string }) => x.id), [t.id]);
+      assertInvalid(await create({ type: 'token', data: 'x', metadata: { 'a\nb': 5 } }), 'body.metadata.a\nb');
+    });
   });
 
   describe('expressions', () => {

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { Nullable, PROBLEM_ID, RETRY_AFTER, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
+import { MapOf, Nullable, PROBLEM_ID, RETRY_AFTER, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
 import { OffsetQuery } from '../../http/pagination.ts';
 
 export const RESPONSE_TRANSFORM_TYPES = ['code', 'mask'] as const;
@@ -47,7 +47,7 @@ export const ProxySchema = Type.Object({
   request_transform: Type.Optional(RequestTransformSchema),
   response_transform: Type.Optional(ResponseTransformSchema),
   application_id: Type.Optional(Uuid),
-  configuration: Type.Optional(Type.Record(Type.String(), Type.String())),
+  configuration: Type.Optional(MapOf(Type.String())),
   created_by: Type.Optional(Uuid),
   created_at: Timestamp,
   modified_by: Type.Optional(Uuid),

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
+import { MapOf, Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
 import { OffsetQuery } from '../../http/pagination.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
@@ -12,7 +12,7 @@ export const ReactorSchema = Type.Object({
   tenant_id: Uuid,
   name: Type.String(),
   code: Type.String(),
-  configuration: Type.Record(Type.String(), Type.String()),
+  configuration: MapOf(Type.String()),
   application: Type.Optional(Type.Object({ id: Uuid, name: Type.String(), type: Type.String() })),
   created_by: Type.Optional(Uuid),
   created_at: Timestamp,

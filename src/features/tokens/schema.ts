@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
+import { MapOf, Nullable, StringMap, Timestamp, Uuid } from '../../http/schemas.ts';
 import { CursorQuery, OffsetQuery } from '../../http/pagination.ts';
 import { TOKEN_TYPE_NAMES } from '../../vault/token-types.ts';
 
@@ -60,7 +60,7 @@ export const TokenSchema = Type.Object({
   containers: Type.Array(Type.String()),
   // Absent only when a deduplicating create answers with a token the key may not read: that
   // answer names the token (id, type, containers, fingerprint) and shows nothing it holds.
-  metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+  metadata: Type.Optional(MapOf(Type.String())),
   mask: Type.Optional(Type.Unknown()),
   fingerprint: Type.Optional(Type.String()),
   fingerprint_expression: Type.Optional(Type.String()),
@@ -90,8 +90,8 @@ const filters = {
   // An empty value would otherwise be no filter at all, and list every token.
   fingerprint: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
 };
-// The key is everything after `metadata.`: metadata keys may hold dots themselves.
-const metadataFilters = { patternProperties: { '^metadata\\..{1,100}$': Type.String({ maxLength: 500 }) }, additionalProperties: false };
+// The key is everything after `metadata.`: metadata keys may hold dots, and line breaks, themselves.
+const metadataFilters = { patternProperties: { '^metadata\\.[\\s\\S]{1,100}$': Type.String({ maxLength: 500 }) }, additionalProperties: false };
 
 export const ListTokensQuery = Type.Object({ ...filters, ...OffsetQuery() }, metadataFilters);
 export const ListTokensV2Query = Type.Object({ ...filters, ...CursorQuery }, metadataFilters);
