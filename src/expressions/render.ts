@@ -103,11 +103,12 @@ function applyFilter(t: Template, f: FilterCall, v: unknown, scope: Scope, growt
   return out;
 }
 
-/** The length of a value's string form where it is cheap to know; objects and arrays count as long as any text made of them. */
+/**
+ * The length of the text a filter starts from: an object or array reads as its JSON, so
+ * making text of one adds nothing, while padding or encoding that text adds what it adds.
+ */
 function textLength(v: unknown): number {
-  if (typeof v === 'string') return v.length;
-  if (v === null || v === undefined) return 0;
-  return typeof v === 'object' ? Infinity : String(v).length;
+  return typeof v === 'string' ? v.length : stringForm(v).length;
 }
 
 function argValue(a: Arg, scope: Scope): unknown {

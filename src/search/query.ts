@@ -4,9 +4,11 @@ import { TOKEN_TYPE_NAMES } from '../vault/token-types.ts';
 
 /**
  * The token search language: `field:value` terms joined by AND / OR (AND binds tighter),
- * with parentheses. Values may be quoted ("…" with \" escapes). Fields: id, type,
+ * with parentheses. Values may be quoted ("…", in which \" and \\ are escapes and any other
+ * backslash is itself), and so may a metadata key (`metadata."k:y":v`). Fields: id, type,
  * container, fingerprint, metadata.<key>, and data (matches a search index value).
- * A term with no field is a data term.
+ * A term with no field is a data term. Lengths count characters (code points), as the list
+ * filters' do.
  */
 export type SearchField = 'id' | 'type' | 'container' | 'fingerprint' | 'data' | `metadata.${string}`;
 export type SearchNode =
@@ -20,7 +22,9 @@ const MAX_TERMS = 50;
 const TOKEN_ID = new RegExp(TOKEN_ID_PATTERN);
 /** As the list filters bound them (GET /tokens, GET /v2/tokens). */
 const MAX_FINGERPRINT = 100;
+const MAX_METADATA_KEY = 100;
 const MAX_METADATA_VALUE = 500;
+const characters = (s: string) => [...s].length;
 
 type Lexeme = { t: 'word' | 'string' | '(' | ')' | 'AND' | 'OR'; v: string; at: number };
 
@@ -38,7 +42,7 @@ function lex(src: string): Lexeme[] {
       const start = i++;
       let v = '';
       while (i < src.length && src[i] !== '"') {
-        if (src[i] === '\\' && i + 1 < src.length) i++;
+        if (src[i] === '\\' && (src[i + 1] === '"' || src[i + 1] === '\\')) i++;
         v += src[i++];
       }
       if (i >= src.length) throw new SearchQueryError(`unterminated quoted value at ${start}`);
@@ -73,24 +77,55 @@ export function parseSearchQuery(src: string): SearchNode {
     }
     if (l.t === 'string') {
       pos++;
-      return leaf('data', l.v, l.at);
+      return leaf('data', l.v, l.at, true);
     }
     if (l.t !== 'word') throw new SearchQueryError(`unexpected "${l.v}" at ${l.at}`);
     pos++;
-    const colon = l.v.indexOf(':');
-    if (colon < 0) return leaf('data', l.v, l.at);
-    const field = l.v.slice(0, colon);
-    let value = l.v.slice(colon + 1);
-    if (value === '' && peek()?.t === 'string' && peek()!.at === l.at + l.v.length) value = lexemes[pos++].v;
-    // A metadata key is whatever follows `metadata.`, dots included ("order.id" is one key).
-    if (!FIELDS.has(field) && !/^metadata\.\S{1,100}$/.test(field)) {
-      throw new SearchQueryError(`unknown field "${field}" at ${l.at} (fields: id, type, container, fingerprint, data, metadata.<key>)`);
+    // `metadata."a key: with anything"`: a quoted key, then `:` and the value, all adjacent.
+    const quotedKey = l.v === 'metadata.' ? adjacent(l) : undefined;
+    if (quotedKey?.t === 'string') {
+      pos++;
+      const rest = adjacent(quotedKey);
+      if (rest?.t !== 'word' || !rest.v.startsWith(':')) throw new SearchQueryError(`expected ":" and a value after the quoted metadata key at ${l.at}`);
+      pos++;
+      return fieldValue(`metadata.${quotedKey.v}`, rest.v.slice(1), rest, l.at);
     }
-    return leaf(field as SearchField, value, l.at);
+    const colon = l.v.indexOf(':');
+    if (colon < 0) return leaf('data', l.v, l.at, false);
+    return fieldValue(l.v.slice(0, colon), l.v.slice(colon + 1), l, l.at);
   }
 
-  function leaf(field: SearchField, value: string, at: number): SearchNode {
-    if (value === '') throw new SearchQueryError(`empty value for "${field}" at ${at}`);
+  /** The lexeme that starts where `l` ends, if any: nothing between them. */
+  function adjacent(l: Lexeme): Lexeme | undefined {
+    const next = peek();
+    return next && next.at === l.at + (l.t === 'string' ? quotedLength(l) : l.v.length) ? next : undefined;
+  }
+
+  /** The source length of a quoted lexeme: from its opening quote to its closing one. */
+  function quotedLength(l: Lexeme): number {
+    let i = l.at + 1;
+    while (src[i] !== '"') i += src[i] === '\\' && (src[i + 1] === '"' || src[i + 1] === '\\') ? 2 : 1;
+    return i + 1 - l.at;
+  }
+
+  /** `field:value`, where an empty value may be followed at once by a quoted one (`field:"a b"`). */
+  function fieldValue(field: string, value: string, last: Lexeme, at: number): SearchNode {
+    let quoted = false;
+    if (value === '' && adjacent(last)?.t === 'string') {
+      value = lexemes[pos++].v;
+      quoted = true;
+    }
+    // A metadata key is whatever follows `metadata.`, dots included ("order.id" is one key).
+    const key = field.startsWith('metadata.') ? field.slice('metadata.'.length) : undefined;
+    if (!FIELDS.has(field) && (key === undefined || key === '' || characters(key) > MAX_METADATA_KEY)) {
+      throw new SearchQueryError(`unknown field "${field}" at ${at} (fields: id, type, container, fingerprint, data, metadata.<key> with a key of 1 to ${MAX_METADATA_KEY} characters)`);
+    }
+    return leaf(field as SearchField, value, at, quoted);
+  }
+
+  function leaf(field: SearchField, value: string, at: number, quoted: boolean): SearchNode {
+    // A metadata value may be empty, as a token's may, when quoted: `metadata.note:""`.
+    if (value === '' && !(quoted && field.startsWith('metadata.'))) throw new SearchQueryError(`empty value for "${field}" at ${at}`);
     // Values no token can hold are refused as the list filters refuse them, not matched to nothing.
     if (field === 'type' && !TOKEN_TYPE_NAMES.includes(value)) {
       throw new SearchQueryError(`"${value}" is not a token type at ${at} (types: ${TOKEN_TYPE_NAMES.join(', ')})`);
@@ -98,10 +133,10 @@ export function parseSearchQuery(src: string): SearchNode {
     if (field === 'id' && !TOKEN_ID.test(value)) {
       throw new SearchQueryError(`"${value.slice(0, 50)}" is not a token id at ${at} (1 to 200 letters, digits, "_", "." or "-")`);
     }
-    if (field === 'fingerprint' && value.length > MAX_FINGERPRINT) {
+    if (field === 'fingerprint' && characters(value) > MAX_FINGERPRINT) {
       throw new SearchQueryError(`fingerprint at ${at} is longer than ${MAX_FINGERPRINT} characters`);
     }
-    if (field.startsWith('metadata.') && value.length > MAX_METADATA_VALUE) {
+    if (field.startsWith('metadata.') && characters(value) > MAX_METADATA_VALUE) {
       throw new SearchQueryError(`the value of "${field}" at ${at} is longer than ${MAX_METADATA_VALUE} characters`);
     }
     if (field === 'container' && !isContainer(value)) {

@@ -372,6 +372,17 @@ describe('filters cannot build values without bound', () => {
     assert.equal((evaluate('{{ v.blob | reveal_last: 4 }}', 'template', { variables: { v: big } }) as string).length, 5_000_000);
   });
 
+  it('the text of an object or array is its JSON: padding or encoding it counts as for any text', () => {
+    const tag = '{{ v | pad_left: 100000 }}';
+    for (const v of [{}, [], { a: 1 }, [1, 'x']]) {
+      const json = JSON.stringify(v);
+      assert.equal(evaluate('{{ v | pad_left: 100000 }}', 'template', { variables: { v } }), json.padStart(100_000, ' '));
+      assert.throws(() => evaluate(tag.repeat(42), 'template', { variables: { v } }), isExpressionError(/pad_left makes the value too long/), json);
+      assert.throws(() => evaluate(`{{ v${' | to_base16'.repeat(40)} }}`, 'template', { variables: { v } }), isExpressionError(/to_base16 makes the value too long/), json);
+      assert.throws(() => evaluate(`{{ v | pad_right: 100000, '💳' }}`.repeat(21), 'template', { variables: { v } }), isExpressionError(/pad_right makes the value too long/), json);
+    }
+  });
+
   it('renders given one scope share the bound', () => {
     const scope: Scope = { variables: { v: 'x' }, growth: { left: 4_194_304 } };
     const t = parseTemplate('{{ v | pad_left: 100000 }}', 'template');

@@ -523,6 +523,44 @@ describe('token listing and search', () => {
       assert.deepEqual(await found('metadata.order:o-1'), []);
     });
 
+    it('any metadata key and value a token holds can be filtered and searched for, and __proto__ is a key like any other', async () => {
+      const astral = '😀'.repeat(100);
+      const odd = await make(admin, {
+        type: 'token',
+        data: 'odd keys',
+        metadata: { 'k:y': 'v', [astral]: 'w', long: '😀'.repeat(500), empty: '', path: 'C:\\dir\\"q"', 'sp ace': 'x y' },
+      });
+      const decoy = await make(admin, { type: 'token', data: 'decoy', metadata: { k: 'y:v', empty: 'not empty' } });
+      // The field ends at the first colon: `metadata.k:y:v` is key "k", value "y:v"; a key holding a colon is quoted.
+      assert.deepEqual(await found('metadata.k:y:v'), [decoy.id]);
+      assert.deepEqual(await found('metadata."k:y":v'), [odd.id]);
+      assert.deepEqual(await found('metadata."sp ace":"x y"'), [odd.id]);
+      // Keys of up to 100 and values of up to 500 characters, counted as the filters count them (code points).
+      assert.deepEqual(await found(`metadata.${astral}:w`), [odd.id]);
+      assert.deepEqual(await found(`metadata.long:${'😀'.repeat(500)}`), [odd.id]);
+      assert.equal((await search({ query: `metadata.${astral}😀:w` })).status, 400);
+      assert.equal((await search({ query: `metadata.long:${'😀'.repeat(501)}` })).status, 400);
+      // An empty value, quoted; left out altogether it is still a malformed term.
+      assert.deepEqual(await found('metadata.empty:""'), [odd.id]);
+      assert.equal((await search({ query: 'metadata.empty:' })).status, 400);
+      // Inside quotes \" and \\ are escapes; any other backslash is itself.
+      assert.deepEqual(await found('metadata.path:"C:\\dir\\\\\\"q\\""'), [odd.id]);
+      assert.deepEqual(await found('metadata.path:"C:\\\\dir\\\\\\"q\\""'), [odd.id]);
+      assert.deepEqual(await found('metadata.path:C:\\dir'), []);
+      for (const bad of ['metadata."k:y"', 'metadata."k:y" :v', 'metadata."":v']) {
+        const res = await search({ query: bad });
+        assert.equal(res.status, 400, `${bad}: ${res.text}`);
+        assert.ok(res.body.errors['body.query'], bad);
+      }
+      // A filter on __proto__ matches no token (no JSON body may carry that key), never every token.
+      for (const path of ['/tokens?metadata.__proto__=x', '/v2/tokens?metadata.__proto__=x']) {
+        const res = await list(path);
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(ids(res.body.data), [], path);
+      }
+      assert.deepEqual(await found('metadata.__proto__:x'), []);
+    });
+
     it('SVC-IDEMPOTENCY-KEY is ignored: a repeated search is checked against the rules of the moment and audited again', async () => {
       const app = await createApplication(server, {
         name: 'retrying searcher',

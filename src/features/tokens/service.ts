@@ -228,7 +228,8 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
   async function listFilter(principal: Principal, q: ListQuery): Promise<TokenFilter> {
     // A path no token can be in would match nothing, silently: say why instead, as a create would.
     if (q.container !== undefined && !isContainer(q.container)) throw ApiError.field('query.container', CONTAINER_MESSAGE);
-    const metadata: Record<string, string> = {};
+    // Without a prototype, so `metadata.__proto__` is a key like any other, not a filter silently dropped.
+    const metadata: Record<string, string> = Object.create(null);
     for (const [key, value] of Object.entries(q)) if (key.startsWith('metadata.')) metadata[key.slice(9)] = value as string;
     return { ids: q.id, types: q.type, container: q.container, fingerprint: q.fingerprint, metadata, reach: reachOf(principal, 'token:read') };
   }
