@@ -510,6 +510,46 @@ describe('POST /tokens', () => {
       assert.notEqual(other.id, first.id);
     });
 
+    it('matches only a token whose fingerprint came from the same expression: another expression rendering its value cannot claim it', async () => {
+      // A planted token whose fingerprint expression renders the victim's number as a constant.
+      const planted = await created({ type: 'card_number', data: JCB, fingerprint_expression: '3566002020360505' });
+      const victim = await created({ type: 'card_number', data: '3566002020360505', deduplicate_token: true });
+      assert.equal(planted.fingerprint, victim.fingerprint, 'equal canonical values give equal fingerprints');
+      assert.notEqual(victim.id, planted.id);
+      assert.deepEqual((await read(victim.id)).body.data, '3566002020360505');
+      // The same expression on both sides still deduplicates.
+      const again = await created({ type: 'card_number', data: JCB, fingerprint_expression: '3566002020360505', deduplicate_token: true });
+      assert.equal(again.id, planted.id);
+    });
+
+    it('a caller-chosen id is kept: a match under another id is a 409 naming it, under the same id it is returned', async () => {
+      const first = await created({ type: 'card_number', data: '5105105105105100', deduplicate_token: true });
+      const res = await create({ id: 'order-42-card', type: 'card_number', data: '5105105105105100', deduplicate_token: true });
+      assert.equal(res.status, 409, res.text);
+      assert.match(res.body.detail, new RegExp(`same fingerprint already exists, with id "${first.id}"`));
+      assert.equal((await read('order-42-card')).status, 404);
+      const named = await created({ id: 'order-43-card', type: 'card_number', data: '6011000990139424', deduplicate_token: true });
+      assert.equal((await created({ id: 'order-43-card', type: 'card_number', data: '6011000990139424', deduplicate_token: true })).id, named.id);
+    });
+
+    it('a found token shown with its data is audited as a read', async () => {
+      const revealing = (await createApplication(server, {
+        name: 'dedupe reveal',
+        type: 'private',
+        rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }],
+      })).key;
+      const first = await created({ type: 'card', data: { number: '4012888888881881', cvc: '321' }, deduplicate_token: true }, revealing);
+      const reads = async () => (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND operation = 'read'`, [first.id])).rows[0].n;
+      assert.equal(await reads(), 0);
+      const found = await created({ type: 'card', data: { number: '4012888888881881' }, deduplicate_token: true }, revealing);
+      assert.equal(found.id, first.id);
+      assert.equal(found.data.cvc, '321', 'the cvc the second request never sent');
+      assert.equal(await reads(), 1);
+      // Shown masked (plain permissions), nothing is revealed and nothing more is audited.
+      assert.equal((await created({ type: 'card', data: { number: '4012888888881881' }, deduplicate_token: true })).id, first.id);
+      assert.equal(await reads(), 1);
+    });
+
     it('deduplicates only within the same containers, so it reveals nothing about other containers', async () => {
       const high = await created({ type: 'card_number', data: VISA_2, deduplicate_token: true });
       const reordered = await created({ type: 'card_number', data: VISA_2, containers: ['/a/', '/b/'], deduplicate_token: true });

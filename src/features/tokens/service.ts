@@ -185,8 +185,14 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       // Only a token in the same containers: one elsewhere is not what the caller asked for, and
       // answering with it (or a 403 for it) would tell a caller confined to one container
       // whether a value exists in another.
-      const existing = await findByFingerprint(db, principal.tenantId, row.type, row.fingerprint, row.containers, inTx());
-      if (existing) return deduplicated(principal, existing);
+      const existing = await findByFingerprint(db, principal.tenantId, { ...row, fingerprint: row.fingerprint }, inTx());
+      if (existing) {
+        // The caller named the token it wants: answering with another id would leave it looking up one that does not exist.
+        if (input.id !== undefined && existing.id !== input.id) {
+          throw ApiError.conflict(`A token with the same fingerprint already exists, with id "${existing.id}"; deduplicate_token returns it only to a create that names that id or none.`);
+        }
+        return deduplicated(principal, existing, inTx());
+      }
     }
     // An expired token is gone from its expiry instant, so its id is free: finish that expiry
     // now, as the sweep would, rather than answer 409 for a token no one can see.
@@ -208,11 +214,16 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
    * shown as the caller may read it, never more than its create transform, and to a caller
    * without token:read on it only as a reference.
    */
-  async function deduplicated(principal: Principal, existing: TokenRow): Promise<TokenView> {
+  async function deduplicated(principal: Principal, existing: TokenRow, tx: Tx): Promise<TokenView> {
     const create = permitted(principal, 'token:create', existing);
     const read = accessTo(principal, 'token:read', existing);
     if (!read) return { row: existing, transform: 'redact', withheld: true };
-    return view(existing, TRANSFORM_RANK[read] < TRANSFORM_RANK[create] ? read : create);
+    const shown = await view(existing, TRANSFORM_RANK[read] < TRANSFORM_RANK[create] ? read : create);
+    // It may show data the request did not send (a cvc, another expiry): a read like any other.
+    if (shown.transform === 'reveal') {
+      await logs.record(principal, { entityType: 'token', entityId: existing.id, operation: 'read', message: 'Token data revealed (read)' }, tx);
+    }
+    return shown;
   }
 
   /** Deletes the token if it has expired, with its audit entry and token.expired event. */

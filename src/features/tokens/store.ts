@@ -103,12 +103,21 @@ export async function findTokens(db: Database, tenantId: string, ids: string[]):
   return db.query<TokenRow>(`SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND id = ANY($2::text[]) AND ${LIVE}`, [tenantId, ids]);
 }
 
-/** The oldest live token of this type and fingerprint in exactly these containers (in any order). */
-export async function findByFingerprint(db: Database, tenantId: string, type: string, fingerprint: string, containers: string[], tx?: Tx): Promise<TokenRow | undefined> {
+/**
+ * The oldest live token of this type and fingerprint, made by the same fingerprint expression,
+ * in exactly these containers (in any order). Equal fingerprints from different expressions
+ * mean nothing: any expression can be written to render another token's canonical value.
+ */
+export async function findByFingerprint(
+  db: Database,
+  tenantId: string,
+  t: { type: string; fingerprint: string; fingerprint_expression: string | null; containers: string[] },
+  tx?: Tx,
+): Promise<TokenRow | undefined> {
   return db.one<TokenRow>(
-    `SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND type = $2 AND fingerprint = $3 AND containers @> $4::text[] AND containers <@ $4::text[]
-       AND ${LIVE} ORDER BY created_at LIMIT 1`,
-    [tenantId, type, fingerprint, containers],
+    `SELECT ${COLUMNS} FROM tokens WHERE tenant_id = $1 AND type = $2 AND fingerprint = $3 AND fingerprint_expression IS NOT DISTINCT FROM $5
+       AND containers @> $4::text[] AND containers <@ $4::text[] AND ${LIVE} ORDER BY created_at LIMIT 1`,
+    [tenantId, t.type, t.fingerprint, t.containers, t.fingerprint_expression],
     tx,
   );
 }
