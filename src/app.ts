@@ -64,7 +64,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const tenants = createTenantService({ db, logs, applications });
   const tokens = createTokenService({ db, groupCommit, vault, logs, events, log });
   const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit }, config.authCacheSeconds * 1000);
-  const detokenize = createDetokenizeService({ tokens, vault, limitFor: async (tenantId) => (await quotas.of(tenantId)).detokenize_limit });
+  const detokenize = createDetokenizeService({ tokens, vault, logs, limitFor: async (tenantId) => (await quotas.of(tenantId)).detokenize_limit });
   const authenticator = new Authenticator(
     // Shared by the concurrent requests of one key (src/http/auth.ts): outside any request's transaction.
     (hash, kind) => db.withoutAmbient(() => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash))),

@@ -207,6 +207,14 @@ describe('POST /detokenize', () => {
       // One event per token per request, however often the request names it.
       await ok(`{{ ${bank} | json: '$.routing_number' }} {{ ${bank} | json: '$.routing_number' }}`);
       assert.equal((await events(bank)).length, before.bank + 2);
+      // A request refused (403) or failing in a filter (400) detokenized nothing, and audits nothing.
+      const was = { card: (await events(card)).length, doc: (await events(doc)).length };
+      const refused = await detokenize({ c: `{{ ${card} }}`, d: `{{ ${doc} }}` }, plain);
+      assert.equal(refused.status, 403, refused.text);
+      assert.match(refused.body.detail, /its transform masks it, and the token has no mask/);
+      const failed = await detokenize({ a: `{{ ${card} | json: '$.number' | to_boolean }}` });
+      assert.equal(failed.status, 400, failed.text);
+      assert.deepEqual({ card: (await events(card)).length, doc: (await events(doc)).length }, was);
     });
   });
 

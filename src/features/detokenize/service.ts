@@ -3,6 +3,7 @@ import type { Item } from '../../db/group-commit.ts';
 import { ExpressionError, isTemplate, MAX_GROWTH, parseTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
+import type { LogService } from '../logs/service.ts';
 import type { TokenService, TokenView } from '../tokens/service.ts';
 
 export type DetokenizeService = ReturnType<typeof createDetokenizeService>;
@@ -17,8 +18,13 @@ const MAX_DEPTH = 128;
  * replaced; a string that is exactly one expression takes the result's JSON type.
  * `permission` is token:read here; reactors and proxies use the same walk with token:use.
  */
-export function createDetokenizeService(deps: { tokens: TokenService; vault: Pick<Vault, 'expressionKeys'>; limitFor: (tenantId: string) => Promise<number> }) {
-  const { tokens, vault, limitFor } = deps;
+export function createDetokenizeService(deps: {
+  tokens: TokenService;
+  vault: Pick<Vault, 'expressionKeys'>;
+  logs: Pick<LogService, 'writeItems'>;
+  limitFor: (tenantId: string) => Promise<number>;
+}) {
+  const { tokens, vault, logs, limitFor } = deps;
 
   function collect(node: unknown, at: string, found: Found[], depth: number): void {
     if (typeof node === 'string') {
@@ -62,10 +68,15 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
       }
       // The fields that refer to an unknown id, worked out only when there is one.
       const pathsOf = (id: string) => found.filter((f) => tokenReferences(f.template).some((r) => r.id === id)).map((f) => f.at);
-      const views = await tokens.resolveForUse(principal, ids, permission, deferAudit, pathsOf);
+      // The uses are audited once every expression has rendered, before the result leaves:
+      // a request refused below (403) or failing in a filter (400) detokenized nothing.
+      const audit = deferAudit ?? [];
+      const views = await tokens.resolveForUse(principal, ids, permission, audit, pathsOf);
       for (const r of refs) {
-        if (r.form === 'data' && views.get(r.id)!.data === undefined) {
-          throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (its transform redacts it).`);
+        const v = views.get(r.id)!;
+        if (r.form === 'data' && v.data === undefined) {
+          const why = v.transform === 'mask' ? 'its transform masks it, and the token has no mask' : 'its transform redacts it';
+          throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (${why}).`);
         }
       }
       // The whole-token form is built only when some expression asks for it (`{{ token: <id> }}`).
@@ -94,7 +105,9 @@ export function createDetokenizeService(deps: { tokens: TokenService; vault: Pic
         if (node !== null && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, replace(v)]));
         return node;
       };
-      return replace(body);
+      const result = replace(body);
+      if (!deferAudit) await logs.writeItems(audit);
+      return result;
     },
   };
 }

@@ -77,6 +77,11 @@ export function createLogService(deps: { db: Database; groupCommit: GroupCommit 
       return auditTable.of(toRow(actor, entry));
     },
 
+    /** Writes entries made with `item`, durable before it resolves, as useMany does. */
+    async writeItems(items: Item[]): Promise<void> {
+      if (items.length > 0) await groupCommit.write(items);
+    },
+
     async list(principal: Principal, q: { start?: string; size: number; entity_type?: string; entity_id?: string; start_date?: string; end_date?: string }) {
       const errors = new FieldErrorList();
       const startDate = instant(q.start_date, 'query.start_date', errors);
