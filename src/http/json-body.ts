@@ -26,7 +26,38 @@ export function parseJsonBody(text: string): unknown {
   assertDepth(value);
   // JSON carries U+0000 and lone surrogates only escaped: without such an escape in the text, no string holds one.
   if (/\\u(?:0000|d[89a-f])/i.test(text)) refuseUnstorable(value, 'body');
+  // Only a number of 16 digits or more, or with a three-digit exponent, can be one JSON.parse
+  // rounds or overflows (a card number in a string, after a quote, does not count).
+  if (/(?:^|[:,[])\s*-?\d{16}|\d[eE][+-]?\d{3}/.test(text)) refuseInexactNumbers(text);
   return value;
+}
+
+const INEXACT_MESSAGE = 'is a number that cannot be held exactly (an integer beyond ±2^53, or out of range): send it as a string';
+
+/**
+ * A number JSON.parse would change is refused, naming its field, rather than stored or echoed
+ * changed: 12345678901234567890 would become 12345678901234567000 and 1e400 Infinity (null
+ * once written back as JSON). A decimal fraction rounds as JSON's numbers always do.
+ */
+function refuseInexactNumbers(text: string): void {
+  const INEXACT = {};
+  const changed = (v: number, source: string) =>
+    !Number.isFinite(v) || (!Number.isSafeInteger(v) && /^-?\d+$/.test(source) && BigInt(source) !== BigInt(v));
+  const reviver = (_key: string, v: unknown, context?: { source?: string }) =>
+    typeof v === 'number' && context?.source !== undefined && changed(v, context.source) ? INEXACT : v;
+  const value: unknown = JSON.parse(text, reviver as (key: string, value: unknown) => unknown);
+  const errors = new FieldErrorList();
+  const stack: [unknown, Where | undefined][] = [[value, undefined]];
+  while (stack.length > 0 && !errors.full) {
+    const [node, where] = stack.pop()!;
+    if (node === INEXACT) errors.add(pathOf('body', where), INEXACT_MESSAGE);
+    else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { up: where, key: i }]);
+    } else if (node !== null && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) stack.push([v, { up: where, key: k }]);
+    }
+  }
+  errors.throwIfAny();
 }
 
 /**

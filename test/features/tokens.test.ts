@@ -376,6 +376,18 @@ describe('POST /tokens', () => {
       assert.equal((await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(100)]: 'v' } })).status, 201);
     });
 
+    it('a number in the data that JSON would round or overflow is a 400 naming it, never stored changed', async () => {
+      for (const [raw, field] of [
+        ['{"type":"token","data":{"acct":1e400}}', 'body.data.acct'],
+        ['{"type":"token","data":12345678901234567890}', 'body.data'],
+      ]) {
+        const res = await call(server, 'POST', '/tokens', { key: plain.key, raw, contentType: 'application/json' });
+        assertInvalid(res, field);
+      }
+      const exact = await created({ type: 'token', data: { big: 9007199254740991, small: 1e-300 } });
+      assert.deepEqual((await read(exact.id)).body.data, { big: 9007199254740991, small: 1e-300 });
+    });
+
     it('text that JSON escapes (quotes, backslashes, control characters, astral characters) is stored as sent', async () => {
       // Created rows reach the database inside one JSON document per batch: what it escapes must come back unescaped.
       const text = 'a "quoted" \\path\\ \t tab\nline \u0001 é 😀';
