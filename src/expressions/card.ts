@@ -138,10 +138,9 @@ export function cardExp(v: unknown, format: ExpFormat): string {
   }
   const card = v as Record<string, unknown>;
   const month = whole(Object.hasOwn(card, 'expiration_month') ? card.expiration_month : undefined);
-  let year = whole(Object.hasOwn(card, 'expiration_year') ? card.expiration_year : undefined);
+  const year = expYear(Object.hasOwn(card, 'expiration_year') ? card.expiration_year : undefined);
   if (month === null || month < 1 || month > 12) throw new FilterError('card_exp: expiration_month must be an integer from 1 to 12');
-  if (year !== null && year >= 0 && year < 100) year += 2000;
-  if (year === null || year < 1000 || year > 9999) throw new FilterError('card_exp: expiration_year must be a 4-digit (or 2-digit) year');
+  if (year === null) throw new FilterError('card_exp: expiration_year must be a 4-digit (or 2-digit) year');
   let out = '';
   for (const p of format) {
     switch (p) {
@@ -164,6 +163,19 @@ export function cardExp(v: unknown, format: ExpFormat): string {
     }
   }
   return out;
+}
+
+/**
+ * A year of 4 digits (1000–9999), or of 2 meaning 20YY; anything else null. A number is
+ * read as its digits: it cannot carry a leading zero, so 7 is neither form (nor is 0), while
+ * the string '07' is 2007. '007' and '0027' are neither either, not 2007 and 2027.
+ */
+function expYear(v: unknown): number | null {
+  const t = typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim() : '';
+  const n = whole(t);
+  if (n === null) return null;
+  if (t.length === 2) return 2000 + n;
+  return t.length === 4 && n >= 1000 ? n : null;
 }
 
 /** An integer from a number or a string of 1–4 digits; anything else null. */

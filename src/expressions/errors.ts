@@ -1,3 +1,5 @@
+import { characterCount } from './values.ts';
+
 /**
  * Every failure of parsing or rendering an expression is an ExpressionError. Messages name
  * what is wrong and the 0-based offset in the source; they quote source fragments (filter
@@ -6,10 +8,14 @@
 export class ExpressionError extends Error {
   /** The whole source string the error is about. */
   readonly expression: string;
-  /** 0-based offset (UTF-16 code units) into `expression`. */
+  /** 0-based offset into `expression` in characters (code points), as in the message. */
   readonly position: number;
 
-  constructor(detail: string, expression: string, position: number) {
+  /** `index` is a UTF-16 index into `expression`, as the lexer and parser keep them. */
+  constructor(detail: string, expression: string, index: number) {
+    // Converted here, once, so the documented character offset holds for every error: a
+    // code-unit index would count each character outside the BMP ('💳') twice.
+    const position = characterCount(expression.slice(0, index));
     super(`${detail} at ${position}`);
     this.name = 'ExpressionError';
     this.expression = expression;

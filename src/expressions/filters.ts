@@ -5,7 +5,7 @@ import { compileJsonPath, JsonPathError, queryJsonPath, type JsonPath } from './
 import type { FilterDef, Param, Scope } from './params.ts';
 import { aliasPreserveFormat, aliasPreserveLength } from './random.ts';
 import { kindOf, last, pad, revealFirst, revealLast, toBoolean, toNumber } from './text.ts';
-import { stringForm } from './values.ts';
+import { characterCount, stringForm } from './values.ts';
 
 /** Longest string pad_left / pad_right may produce: a template must not allocate without bound. */
 export const MAX_PAD = 100_000;
@@ -32,10 +32,12 @@ export const FILTERS: ReadonlyMap<string, FilterDef> = new Map<string, FilterDef
     {
       params: [{ name: 'path', type: 'string' }],
       prepare: (args) => {
+        const path = args[0] as string;
         try {
-          return compileJsonPath(args[0] as string);
+          return compileJsonPath(path);
         } catch (err) {
-          if (err instanceof JsonPathError) throw new ArgError(0, `invalid JSON path in argument 1 of json: ${err.message} (offset ${err.offset} of the path)`);
+          // The offset is a UTF-16 index into the path; the message counts characters, as every position does.
+          if (err instanceof JsonPathError) throw new ArgError(0, `invalid JSON path in argument 1 of json: ${err.message} (offset ${characterCount(path.slice(0, err.offset))} of the path)`);
           throw err;
         }
       },

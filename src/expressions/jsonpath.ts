@@ -8,6 +8,7 @@ const WILD: unique symbol = Symbol('*');
 export type JsonPath = { readonly steps: readonly Step[]; readonly multiple: boolean };
 
 export class JsonPathError extends Error {
+  /** UTF-16 index into the path. */
   readonly offset: number;
   constructor(message: string, offset: number) {
     super(message);

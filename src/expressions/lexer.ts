@@ -37,11 +37,7 @@ export class Lexer {
   skipSpace(): void {
     const s = this.src;
     let i = this.pos;
-    while (i < s.length) {
-      const c = s.charCodeAt(i);
-      if (c !== 32 && c !== 9 && c !== 10 && c !== 13) break;
-      i++;
-    }
+    while (i < s.length && isSpace(s.charCodeAt(i))) i++;
     this.pos = i;
   }
 
@@ -236,6 +232,14 @@ export class Lexer {
     this.num = n;
     this.pos = i;
   }
+}
+
+/**
+ * The language's whitespace: space, tab, LF and CR. Not Unicode's wider set (what
+ * `String.prototype.trim` strips: no-break space, BOM, U+2028…), which is text.
+ */
+export function isSpace(c: number): boolean {
+  return c === 32 || c === 9 || c === 10 || c === 13;
 }
 
 function isDigit(c: number): boolean {

@@ -1,7 +1,7 @@
 import type { Arg, FilterCall, Literal, Mode, Output, Part, Path, Subject, Template, TokenReference } from './ast.ts';
 import { ArgError, ExpressionError } from './errors.ts';
 import { FILTERS } from './filters.ts';
-import { Lexer } from './lexer.ts';
+import { isSpace, Lexer } from './lexer.ts';
 import { resolveArgs } from './params.ts';
 
 export const MAX_SOURCE = 100_000;
@@ -35,7 +35,7 @@ export function parseTemplate(source: string, mode: Mode): Template {
     if (end > i) {
       const text = source.slice(i, end);
       parts.push(text);
-      if (blankText && text.trim() !== '') blankText = false;
+      if (blankText && !isBlank(text)) blankText = false;
     }
     if (open < 0) break;
     lx.pos = open + 2;
@@ -197,6 +197,16 @@ function parseFilter(lx: Lexer, mode: Mode, open: number): FilterCall {
 export function argError(source: string, err: ArgError, args: readonly Arg[], filterPos: number): ExpressionError {
   const at = err.index >= 0 && err.index < args.length ? args[err.index].pos : filterPos;
   return new ExpressionError(err.message, source, at);
+}
+
+/**
+ * Whether text around the tags is only whitespace, so a lone tag keeps its value's type. Only
+ * the language's own whitespace counts: with `trim()`, a no-break space or BOM around a tag
+ * would be dropped from the result along with the text's string type.
+ */
+function isBlank(text: string): boolean {
+  for (let i = 0; i < text.length; i++) if (!isSpace(text.charCodeAt(i))) return false;
+  return true;
 }
 
 function literal(value: unknown, pos: number): Literal {

@@ -18,6 +18,7 @@ describe('docs/expressions.md', () => {
   it('shows the errors the code gives', () => {
     const rows: [source: string, value: unknown, message: string][] = [
       ['text {{ data', null, "unterminated '{{' at 5"],
+      ['💳💳 {{ data', null, "unterminated '{{' at 3"],
       ['{{ data.number | revael: 4 }}', null, 'unknown filter "revael" at 17'],
       ["{{ data.number | reveal_last: 'a' }}", null, 'expected a non-negative integer as argument 1 (n) of reveal_last at 30'],
       ['{{ data.number | reveal_last }}', null, 'reveal_last needs argument 1 (n) at 17'],

@@ -178,6 +178,29 @@ table('card_exp', [
   { v: card, f: 'card_exp: 5', error: /expected a string as argument 1 \(format\) of card_exp/, parse: true },
 ]);
 
+// A year has 4 digits, or 2 meaning 20YY. A number has no leading zeros, so a 2-digit one is 10–99.
+const exp = (year: unknown) => ({ expiration_month: 1, expiration_year: year });
+const YEAR_ERROR = /^card_exp: expiration_year must be a 4-digit \(or 2-digit\) year at 7$/;
+table('card_exp years', [
+  ...([
+    [27, '01/2027'],
+    ['27', '01/2027'],
+    [10, '01/2010'],
+    [99, '01/2099'],
+    ['05', '01/2005'],
+    ['00', '01/2000'],
+    [' 27 ', '01/2027'],
+    [2027, '01/2027'],
+    ['2027', '01/2027'],
+    [1000, '01/1000'],
+    ['9999', '01/9999'],
+  ] as const).map(([year, out]): Row => ({ v: exp(year), f: "card_exp: 'MM/YYYY'", out })),
+  // Neither 2 nor 4 digits: not silently read as 20YY (7 → 2007, '0027' → 2027).
+  ...[0, 7, 9, '0', '7', '007', '027', '0027', '0000', 100, 999, '100', '999', 10000, '10000', '02027', -27, '-27', '+27', 27.5, '27.0', 1e21, '', ' ', '2 7', '２７', true, [27], null].map(
+    (year): Row => ({ v: exp(year), f: 'card_exp', error: YEAR_ERROR }),
+  ),
+]);
+
 table('card_mask', [
   { v: '4242424242424242', f: 'card_mask', out: 'XXXXXXXXXXXX4242' },
   { v: '4242424242424242', f: 'card_mask: false', out: 'XXXXXXXXXXXXXXXX' },

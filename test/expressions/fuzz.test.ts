@@ -70,7 +70,7 @@ function exercise(source: string, mode: Mode, next: () => number): void {
     if (!(err instanceof ExpressionError)) {
       assert.fail(`${mode} ${JSON.stringify(source)} threw ${String(err)}`);
     }
-    assert.ok(Number.isInteger(err.position) && err.position >= 0 && err.position <= source.length, `${JSON.stringify(source)}: position ${err.position}`);
+    assert.ok(Number.isInteger(err.position) && err.position >= 0 && err.position <= Array.from(source).length, `${JSON.stringify(source)}: position ${err.position}`);
     assert.ok(err.message.length > 0);
   }
 }

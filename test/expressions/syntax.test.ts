@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { evaluate, ExpressionError, MAX_SOURCE, parseTemplate, type Mode } from '../../src/expressions/index.ts';
+import { evaluate, ExpressionError, MAX_GROWTH, MAX_SOURCE, parseTemplate, type Mode, type Scope } from '../../src/expressions/index.ts';
 
 const variables = {
   data: { number: '4242424242424242', a: [{ b: 'x' }, { b: 'y' }], 'odd key': 1, n: 5, t: true, z: null, k: 2 },
@@ -104,6 +104,82 @@ describe('detokenize syntax', () => {
   });
 });
 
+describe('only spaces, tabs and new lines around a lone tag are ignored', () => {
+  const variables = { data: { width: 6, a: [1] } };
+  // The language's whitespace: the template is the tag alone and keeps its value's JSON type.
+  const whole: [source: string, expected: unknown][] = [
+    [' {{ data.width }} ', 6],
+    ['\t{{ data.width }}\t', 6],
+    ['\r\n{{ data.width }}\n', 6],
+    [' \t\r\n{{ data.a }} \t\r\n', [1]],
+  ];
+  // Any other whitespace (which String.prototype.trim strips too) is text, kept around the value.
+  const text: [source: string, expected: string][] = [
+    ['\u00a0{{ data.width }}\u00a0', '\u00a06\u00a0'], // no-break space
+    ['\ufeff{{ data.width }}', '\ufeff6'], // byte order mark
+    ['{{ data.width }}\u2028', '6\u2028'], // line separator
+    ['\u3000{{ data.width }}', '\u30006'], // ideographic space
+    ['\v{{ data.width }}\f', '\v6\f'],
+    [' \u00a0{{ data.a }}', ' \u00a0[1]'],
+  ];
+  for (const [source, expected] of [...whole, ...text]) {
+    it(JSON.stringify(source), () => {
+      assert.equal(parseTemplate(source, 'template').single !== null, typeof expected !== 'string');
+      assert.deepEqual(evaluate(source, 'template', { variables }), expected);
+    });
+  }
+
+  it('in detokenize mode too', () => {
+    assert.equal(evaluate('\u00a0{{ 7 }}', 'detokenize', { tokens }), '\u00a07');
+    assert.equal(evaluate('\n{{ 7 }} ', 'detokenize', { tokens }), 7);
+  });
+});
+
+describe('error positions count characters (code points), not UTF-16 code units', () => {
+  const C = '💳'; // one character, two code units
+  const PAD = `{{ '${C}' | pad_left: 100000 }}`; // 28 characters; the 42nd in a row goes over MAX_GROWTH
+  const rows: [source: string, mode: Mode, scope: Scope, message: string][] = [
+    // Found by the lexer and parser.
+    [`${C}${C} {{ data`, 'template', {}, "unterminated '{{' at 3"],
+    [`${C} {{ data # }}`, 'template', {}, "unexpected character '#' at 10"],
+    [`${C} {{ data ${C} }}`, 'template', {}, 'unexpected character U+1F4B3 at 10'],
+    [`${C} {{ 'abc }}`, 'template', {}, 'unterminated string at 5'],
+    [`{{ '${C}\\q' }}`, 'template', {}, "unknown escape '\\q' in string at 5"],
+    [`{{ '${C}\\u12' }}`, 'template', {}, "expected 4 hex digits after '\\u' at 5"],
+    [`${C} {{ 1e999 }}`, 'template', {}, 'number out of range at 5'],
+    [`${C}{{ 12abc }}`, 'template', {}, "unexpected character 'a' in number at 6"],
+    [`${C} {{ data.  }}`, 'template', {}, "expected a property name after '.' at 10"],
+    [`{{ '${C}${C}' | revael }}`, 'template', {}, 'unknown filter "revael" at 10'],
+    [`${C} {{ }}`, 'detokenize', {}, "expected a token id, found '}}' at 5"],
+    [`${C} {{ ${'a'.repeat(201)} }}`, 'detokenize', {}, 'token id longer than 200 characters at 5'],
+    // Literal arguments, checked when parsing.
+    [`{{ '${C}' | reveal_last: 'a' }}`, 'template', {}, 'expected a non-negative integer as argument 1 (n) of reveal_last at 22'],
+    [`${C} {{ data | reveal_last }}`, 'template', {}, 'reveal_last needs argument 1 (n) at 12'],
+    // The path's offset counts characters of the path, the tag's those of the source.
+    [`{{ '${C}' | json: '$.${C}..a' }}`, 'template', {}, "invalid JSON path in argument 1 of json: recursive descent '..' is not supported (offset 3 of the path) at 15"],
+    [`{{ data | json: "$['${C}'x" }}`, 'template', {}, "invalid JSON path in argument 1 of json: expected ']' (offset 5 of the path) at 16"],
+    // Found when rendering.
+    [`{{ '${C}' | reveal_last: w }}`, 'template', { variables: { w: '#' } }, 'expected a non-negative integer as argument 1 (n) of reveal_last at 22'],
+    [`${C} {{ data | json: w }}`, 'template', { variables: { w: `$.${C}..a` } }, "invalid JSON path in argument 1 of json: recursive descent '..' is not supported (offset 3 of the path) at 18"],
+    [`${C}${C}{{ data | to_number }}`, 'template', { variables: { data: 'abc' } }, 'to_number: the value is not numeric (a string) at 12'],
+    [`${C} {{ nope }}`, 'detokenize', { tokens: new Map() }, 'unknown token "nope" at 5'],
+    [PAD.repeat(42), 'template', {}, `pad_left makes the value too long: filters may add at most ${MAX_GROWTH} characters in all at ${41 * 28 + 9}`],
+  ];
+  for (const [source, mode, scope, message] of rows) {
+    it(`${mode}: ${JSON.stringify(source.length > 60 ? `${source.slice(0, 60)}…` : source)}`, () => {
+      assert.throws(
+        () => evaluate(source, mode, scope),
+        (err: unknown) => {
+          assert.ok(err instanceof ExpressionError, String(err));
+          assert.equal(err.message, message);
+          assert.equal(err.position, Number(/at (\d+)$/.exec(message)![1]));
+          return true;
+        },
+      );
+    });
+  }
+});
+
 describe('syntax errors name what is wrong and where', () => {
   const long = 'a'.repeat(201);
   const rows: [source: string, mode: Mode, message: string][] = [
@@ -165,7 +241,7 @@ describe('syntax errors name what is wrong and where', () => {
           assert.equal(err.message, message);
           assert.equal(err.name, 'ExpressionError');
           assert.equal(typeof err.position, 'number');
-          assert.ok(err.position >= 0 && err.position <= source.length);
+          assert.ok(err.position >= 0 && err.position <= Array.from(source).length);
           assert.equal(err.expression, source);
           return true;
         },
