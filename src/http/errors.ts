@@ -180,6 +180,8 @@ function keywordMessage(v: AjvError): string {
       return v.params.limit === 1 ? 'must not be empty' : `must be at least ${v.params.limit} characters`;
     case 'type':
       return `must be ${typeNames(v.params.type)}`;
+    case 'uniqueItems':
+      return `must not repeat an item (items ${Math.min(Number(v.params.i), Number(v.params.j))} and ${Math.max(Number(v.params.i), Number(v.params.j))} are the same)`;
     default:
       return v.message ?? 'is invalid';
   }

@@ -12,7 +12,11 @@ export type TokenTypeDefinition = {
   /** Mask: an expression string, or an object whose leaves are expressions (mirrors the data). */
   mask: unknown;
   fingerprint: string | null;
-  validate(data: unknown, field: string, errors: FieldErrorList): unknown;
+  /**
+   * Checks and canonicalises the data. `previous` is the token's data before a patch: what a
+   * patch leaves as it was is not judged again by the clock (a card's expiry).
+   */
+  validate(data: unknown, field: string, errors: FieldErrorList, previous?: unknown): unknown;
   views?(data: unknown): Record<string, unknown>;
 };
 
@@ -71,7 +75,7 @@ const card: TokenTypeDefinition = {
     expiration_year: '{{ data.expiration_year }}',
   },
   fingerprint: '{{ data.number }}',
-  validate(data, field, errors) {
+  validate(data, field, errors, previous) {
     const obj = objectData(data, field, errors);
     if (!obj) return data;
     unknownFields(obj, ['number', 'expiration_month', 'expiration_year', 'cvc'], field, errors);
@@ -87,7 +91,11 @@ const card: TokenTypeDefinition = {
       errors.add(`${field}.${month === undefined ? 'expiration_month' : 'expiration_year'}`, 'is required with the other expiration field');
     }
     // Only a valid date can be in the past: a two-digit year 30 is one error, not also "expired".
-    if (validMonth && validYear) {
+    // A patch that keeps the expiry (a new cvc, new metadata) is not refused for it: the card
+    // was accepted with it, and only a new expiry has to be a current one.
+    const before = previous !== null && typeof previous === 'object' ? (previous as Record<string, unknown>) : undefined;
+    const kept = before !== undefined && before.expiration_month === month && before.expiration_year === year;
+    if (validMonth && validYear && !kept) {
       const now = new Date();
       const y = now.getUTCFullYear();
       if ((year as number) < y || ((year as number) === y && (month as number) < now.getUTCMonth() + 1)) {
@@ -162,15 +170,17 @@ const socialSecurityNumber: TokenTypeDefinition = {
   mask: '{{ data | reveal_last: 4 }}',
   fingerprint: '{{ data }}',
   validate(data, field, errors) {
-    const m = typeof data === 'string' ? /^(\d{3})-?(\d{2})-?(\d{4})$/.exec(data) : null;
+    // Both dashes or neither: 512-347788 is no way of writing an SSN.
+    const m = typeof data === 'string' ? /^(\d{3})(-?)(\d{2})\2(\d{4})$/.exec(data) : null;
     if (!m) {
       errors.add(field, 'must be a social security number: 9 digits, as 123-45-6789 or 123456789');
       return data;
     }
-    if (m[1] === '000' || m[1] === '666' || m[1] >= '900' || m[2] === '00' || m[3] === '0000') {
+    const [, area, , group, serial] = m;
+    if (area === '000' || area === '666' || area >= '900' || group === '00' || serial === '0000') {
       errors.add(field, 'is not an issuable social security number');
     }
-    return `${m[1]}-${m[2]}-${m[3]}`;
+    return `${area}-${group}-${serial}`;
   },
 };
 

@@ -154,6 +154,33 @@ describe('token lifecycle', () => {
       assert.deepEqual(cleared.body.metadata, {});
     });
 
+    it('a card whose expiry has since passed can still be patched; only a new expiry must be current', async (t) => {
+      const now = new Date();
+      const token = await card({ data: { number: VISA, expiration_month: now.getUTCMonth() + 1, expiration_year: now.getUTCFullYear() } });
+      // Forty days on, the card's month is over.
+      t.mock.timers.enable({ apis: ['Date'], now: now.getTime() + 40 * 86_400_000 });
+      const res = await patch(token.id, { metadata: { customer: 'c-1' }, data: { cvc: '789' } });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.data.cvc, '789');
+      const past = await patch(token.id, { data: { expiration_year: now.getUTCFullYear() - 1 } });
+      assert.equal(past.status, 400, past.text);
+      assert.deepEqual(Object.keys(past.body.errors), ['body.data.expiration_year']);
+    });
+
+    it('a mask patch merges into an object mask (null removes a member); search_indexes: null removes them', async () => {
+      const t = await card({ search_indexes: ['{{ data.number | last4 }}'] });
+      const res = await patch(t.id, { mask: { number: '{{ data.number | reveal_last: 4 }}' } });
+      assert.equal(res.status, 200, res.text);
+      assert.deepEqual(Object.keys(res.body.mask).sort(), ['expiration_month', 'expiration_year', 'number']);
+      const dropped = await patch(t.id, { mask: { expiration_year: null }, search_indexes: null });
+      assert.equal(dropped.status, 200, dropped.text);
+      assert.deepEqual(dropped.body.mask, { number: '{{ data.number | reveal_last: 4 }}', expiration_month: '{{ data.expiration_month }}' });
+      assert.deepEqual(dropped.body.search_indexes, []);
+      assert.deepEqual((await get(t.id, masked)).body.data, { number: 'XXXXXXXXXXXX1881', expiration_month: 5 });
+      // A mask that is not an object replaces the mask whole.
+      assert.equal((await patch(t.id, { mask: '{{ data.number | last4 }}' })).body.mask, '{{ data.number | last4 }}');
+    });
+
     it('changes expiry and the fields that hold expressions', async () => {
       const t = await card();
       const later = new Date(Date.now() + 3_600_000).toISOString();

@@ -291,7 +291,7 @@ describe('POST /tokens', () => {
     });
 
     it('social security numbers: 9 digits, never area 000, 666 or 9xx, group 00 or serial 0000', async () => {
-      for (const bad of ['51-234-7788', '5123477880', '51234778', 'abc-de-fghi', '512 34 7788', '000-12-3456', '666-12-3456', '900-12-3456', '999-12-3456', '512-00-7788', '512-34-0000']) {
+      for (const bad of ['512-347788', '51234-7788', '51-234-7788', '5123477880', '51234778', 'abc-de-fghi', '512 34 7788', '000-12-3456', '666-12-3456', '900-12-3456', '999-12-3456', '512-00-7788', '512-34-0000']) {
         assertInvalid(await create({ type: 'social_security_number', data: bad }), 'body.data');
       }
       assertInvalid(await create({ type: 'social_security_number', data: 512347788 }), 'body.data');
@@ -360,6 +360,9 @@ describe('POST /tokens', () => {
       }
       assertInvalid(await create({ type: 'card_number', data: VISA, containers: ['/pci/', 'nope'] }), 'body.containers[1]');
       assertInvalid(await create({ type: 'card_number', data: VISA, containers: [] }), 'body.containers');
+      const repeated = await create({ type: 'card_number', data: VISA, containers: ['/a/', '/b/', '/a/'] });
+      assertInvalid(repeated, 'body.containers');
+      assert.deepEqual(repeated.body.errors['body.containers'], ['must not repeat an item (items 0 and 2 are the same)']);
     });
 
     it('metadata is a map of strings to strings', async () => {

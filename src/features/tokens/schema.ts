@@ -18,7 +18,7 @@ const Expression = Type.String({ maxLength: 2000 });
 
 const tokenFields = {
   data: Type.Unknown({ description: 'The secret data; validated per type' }),
-  containers: Type.Array(Container, { minItems: 1, maxItems: 10 }),
+  containers: Type.Array(Container, { minItems: 1, maxItems: 10, uniqueItems: true }),
   metadata: Metadata,
   mask: Type.Unknown({ description: 'Mask expression, or an object of expressions mirroring the data; null for none' }),
   fingerprint_expression: Nullable(Expression),
@@ -40,14 +40,17 @@ export const CreateTokenBody = Type.Object({
   expires_at: Type.Optional(tokenFields.expires_at),
 }, { additionalProperties: false });
 
-/** A merge patch: every field optional; null removes metadata keys, mask, fingerprint or expiry. */
+/**
+ * A merge patch: every field optional; null removes metadata keys, mask (or a mask's member),
+ * fingerprint, search indexes or expiry.
+ */
 export const UpdateTokenBody = Type.Object({
   data: Type.Optional(tokenFields.data),
   containers: Type.Optional(tokenFields.containers),
   metadata: Type.Optional(Nullable(StringMap({ minLength: 1, maxLength: 100 }, Nullable(Type.String({ maxLength: 500 }))), { type: ['object', 'null'] })),
   mask: Type.Optional(tokenFields.mask),
   fingerprint_expression: Type.Optional(tokenFields.fingerprint_expression),
-  search_indexes: Type.Optional(tokenFields.search_indexes),
+  search_indexes: Type.Optional(Nullable(tokenFields.search_indexes)),
   deduplicate_token: Type.Optional(tokenFields.deduplicate_token),
   expires_at: Type.Optional(tokenFields.expires_at),
 }, { additionalProperties: false });

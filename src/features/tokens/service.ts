@@ -50,7 +50,10 @@ export type TokenInput = {
   deduplicate_token?: boolean;
   expires_at?: string | null;
 };
-export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata'>> & { metadata?: Record<string, string | null> | null };
+export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata' | 'search_indexes'>> & {
+  metadata?: Record<string, string | null> | null;
+  search_indexes?: string[] | null;
+};
 
 /**
  * A token as a caller may see it: `data` is present only when the transform allows;
@@ -84,11 +87,20 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     return rows.filter((r) => r !== undefined);
   }
 
-  /** Validates and prepares everything a token row needs; `at` prefixes error field paths. */
-  async function prepare(principal: Principal, input: TokenInput, at: string, previous?: TokenRow): Promise<{ row: NewToken; secret: Secret }> {
+  /**
+   * Validates and prepares everything a token row needs; `at` prefixes error field paths.
+   * `previous` and `previousData`: the token a patch changes, and its data before the patch.
+   */
+  async function prepare(
+    principal: Principal,
+    input: TokenInput,
+    at: string,
+    previous?: TokenRow,
+    previousData?: unknown,
+  ): Promise<{ row: NewToken; secret: Secret }> {
     const type = TOKEN_TYPES[input.type];
     const errors = new FieldErrorList();
-    const data = type.validate(input.data, `${at}.data`, errors);
+    const data = type.validate(input.data, `${at}.data`, errors, previousData);
     const containers = input.containers ?? previous?.containers ?? [type.container];
     const expiresAt = input.expires_at ? new Date(input.expires_at) : null;
     if (expiresAt && expiresAt.getTime() <= Date.now()) errors.add(`${at}.expires_at`, 'must be in the future');
@@ -354,32 +366,36 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         const current = await findToken(db, principal.tenantId, id, tx, true);
         if (!current) throw ApiError.notFound('token');
         const access = permitted(principal, 'token:update', current);
+        // Merge patch all the way down (RFC 7386): an object mask merges into the mask (null
+        // removes a member); anything else replaces it. Null search_indexes removes them.
+        const mask = isPlainObject(patch.mask) ? applyMergePatch(parseMask(current.mask), patch.mask) : patch.mask;
+        const changes: TokenPatch = { ...patch, mask, search_indexes: patch.search_indexes === null ? [] : patch.search_indexes };
         // Masks, fingerprints and search values are computed from the plaintext, so whoever
         // redefines them can read it back (a mask of `{{ data }}`, or a digit at a time through
         // fingerprints or search): changing them takes reveal on the token, not just update.
-        if (access !== 'reveal' && redefinesExpressions(patch, current)) {
+        if (access !== 'reveal' && redefinesExpressions(changes, current)) {
           throw ApiError.forbidden(`Changing the mask, fingerprint_expression or search_indexes of token ${id} needs token:update with the reveal transform.`);
         }
-        if (patch.containers) {
-          checkContainers(patch.containers, 'body.containers');
-          checkMove(principal, current, patch.containers);
+        if (changes.containers) {
+          checkContainers(changes.containers, 'body.containers');
+          checkMove(principal, current, changes.containers);
         }
-        const transform = permitted(principal, 'token:update', { id, containers: patch.containers ?? current.containers });
+        const transform = permitted(principal, 'token:update', { id, containers: changes.containers ?? current.containers });
         const secret = await open(current);
-        const data = patch.data === undefined ? secret.data : applyMergePatch(secret.data, patch.data);
-        const metadata = patch.metadata === undefined ? current.metadata : (applyMergePatch(current.metadata, patch.metadata ?? {}) as Record<string, string>);
+        const data = changes.data === undefined ? secret.data : applyMergePatch(secret.data, changes.data);
+        const metadata = changes.metadata === undefined ? current.metadata : (applyMergePatch(current.metadata, changes.metadata ?? {}) as Record<string, string>);
         const input: TokenInput = {
           type: current.type,
           data,
-          containers: patch.containers,
-          metadata: patch.metadata === null ? {} : metadata,
-          mask: patch.mask,
-          fingerprint_expression: patch.fingerprint_expression,
-          search_indexes: patch.search_indexes,
-          deduplicate_token: patch.deduplicate_token,
-          expires_at: patch.expires_at,
+          containers: changes.containers,
+          metadata: changes.metadata === null ? {} : metadata,
+          mask: changes.mask,
+          fingerprint_expression: changes.fingerprint_expression,
+          search_indexes: changes.search_indexes ?? undefined,
+          deduplicate_token: changes.deduplicate_token,
+          expires_at: changes.expires_at,
         };
-        const prepared = await prepare(principal, input, 'body', current);
+        const prepared = await prepare(principal, input, 'body', current, secret.data);
         const updated = await updateToken(db, principal.tenantId, { ...prepared.row, modified_by: principal.actorId }, tx);
         if (!updated) throw ApiError.notFound('token');
         await logs.record(principal, { entityType: 'token', entityId: id, operation: 'update', message: 'Token updated' }, tx);
@@ -591,6 +607,10 @@ function renderMask(spec: unknown, scope: Scope, field: string, budget: { left: 
 
 function parseMask(stored: string | null): unknown {
   return stored === null ? null : JSON.parse(stored);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 function text(value: unknown): string {
