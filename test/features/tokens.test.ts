@@ -98,6 +98,8 @@ describe('POST /tokens', () => {
       assert.equal(t.expires_at, undefined);
       assert.equal(t.modified_at, undefined);
       assert.ok(!JSON.stringify(t).includes(VISA), 'the plaintext number is nowhere in a masked response');
+      // Without an expiry, the masked view has no expiry fields, rather than null ones.
+      assert.deepEqual((await created({ type: 'card', data: { number: VISA } })).data, { number: '424242XXXXXX4242' });
 
       // What was stored is the data as sent, cvc included.
       const back = await read(t.id);

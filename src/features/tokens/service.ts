@@ -600,7 +600,10 @@ function renderMask(spec: unknown, scope: Scope, field: string, budget: { left: 
   }
   if (Array.isArray(spec)) return spec.map((s, i) => renderMask(s, scope, `${field}[${i}]`, budget));
   if (spec !== null && typeof spec === 'object') {
-    return Object.fromEntries(Object.entries(spec).map(([k, v]) => [k, renderMask(v, scope, `${field}.${k}`, budget)]));
+    // A member that renders to null (a card stored without an expiry) is left out: the masked
+    // view shows what the data holds, not fields it never had.
+    const members = Object.entries(spec).map(([k, v]) => [k, renderMask(v, scope, `${field}.${k}`, budget)] as const);
+    return Object.fromEntries(members.filter(([, value]) => value !== null));
   }
   return spec;
 }
