@@ -120,8 +120,12 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   await registerOpenApi(app, VERSION);
   registerAuth(app, services.authenticator);
   registerMergePatch(app);
-  registerIdempotency(app, db, config.idempotencyTtlHours, (tenantId, actorId, key) =>
-    services.vault.hmac(tenantId, 'idempotency', `${actorId}\u0000${key}`),
+  registerIdempotency(
+    app,
+    db,
+    config.idempotencyTtlHours,
+    (tenantId, actorId, key) => services.vault.hmac(tenantId, 'idempotency', `${actorId}\u0000${key}`),
+    (principal, shown) => services.tokens.checkReplay(principal, shown),
   );
 
   registerHealthRoutes(app, db);

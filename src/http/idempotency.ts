@@ -14,12 +14,31 @@ declare module 'fastify' {
     idempotent?: boolean;
   }
   interface FastifyRequest {
-    idempotency: { tx: Tx; secrets: KeySecrets; hash: Buffer; done: boolean; committed: AfterCommit[] } | undefined;
+    idempotency: { tx: Tx; secrets: KeySecrets; hash: Buffer; done: boolean; committed: AfterCommit[]; shown: ShownData[] } | undefined;
   }
 }
 
 type AfterCommit = () => Promise<void>;
 const afterCommits = new AsyncLocalStorage<AfterCommit[]>();
+
+/**
+ * Token data a reply shows that its request did not send (a merge patch's result, the token a
+ * deduplicating create found), with the access it was shown under: `transform` as each
+ * `permission` gave it then.
+ */
+export type ShownData = { tokenId: string; access: { permission: string; transform: string }[] };
+/** Throws (an ApiError) when a stored reply may not be shown again; may audit the showing. */
+export type ReplayGuard = (principal: NonNullable<FastifyRequest['principal']>, shown: ShownData[]) => Promise<void>;
+const shownData = new AsyncLocalStorage<ShownData[]>();
+
+/**
+ * Records, for a request under an idempotency key, token data its reply shows that the request
+ * did not send; a replay checks it again first (registerIdempotency's replayGuard). Outside
+ * such a request it does nothing.
+ */
+export function noteShownData(entry: ShownData): void {
+  shownData.getStore()?.push(entry);
+}
 
 /**
  * Runs `fn` once the calling request's changes are committed: at once, unless the request runs
@@ -49,8 +68,12 @@ export function afterCommit(fn: AfterCommit): Promise<void> {
  * data) and request bodies may too, so nothing readable rests: the row is found by a hash of
  * the key, the reply is encrypted and the request fingerprinted under keys derived from the
  * idempotency key itself, which is never stored. Only a caller presenting it can use the row.
+ *
+ * A reply showing token data its request did not send (noteShownData) is replayed only once
+ * `replayGuard` has found the caller may still see that data as it was shown: a replay must not
+ * outlive a deleted token or a revoked rule.
  */
-export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours: number, keyMaterial: KeyMaterial): void {
+export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours: number, keyMaterial: KeyMaterial, replayGuard: ReplayGuard): void {
   app.decorateRequest('idempotency', undefined);
 
   // Only POST, PUT and PATCH routes carry the hooks: GET and DELETE pay nothing for idempotency.
@@ -62,7 +85,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     route.handler = function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
       const idem = request.idempotency;
       return idem
-        ? afterCommits.run(idem.committed, () => db.withAmbient(idem.tx, () => handler.call(this, request, reply)))
+        ? afterCommits.run(idem.committed, () => shownData.run(idem.shown, () => db.withAmbient(idem.tx, () => handler.call(this, request, reply))))
         : handler.call(this, request, reply);
     };
     route.preHandler = [...[route.preHandler ?? []].flat(), claimHook];
@@ -101,13 +124,13 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
 
     const tx = await db.pool.connect();
     let keep = false;
-    let replay: { status: number; type: string | null; body: string } | undefined;
+    let replay: { status: number; type: string | null; body: string; shown: ShownData[] } | undefined;
     try {
       await tx.query('BEGIN');
       const lock = await tx.query('SELECT pg_try_advisory_xact_lock($1::bigint) AS ok', [secrets.id.readBigInt64BE(0).toString()]);
       if (!lock.rows[0].ok) throw ApiError.conflict('A request with this SVC-IDEMPOTENCY-KEY is still being processed.');
       const stored = await tx.query(
-        `SELECT request_hash, response_status, response_type, response_body FROM idempotency_keys
+        `SELECT request_hash, response_status, response_type, response_body, response_shows FROM idempotency_keys
          WHERE tenant_id = $1 AND actor_id = $2 AND key = $3 AND expires_at > now()`,
         [tenantId, actorId, secrets.id.toString('hex')],
       );
@@ -116,9 +139,14 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
         if (!(row.request_hash as Buffer).equals(hash)) {
           throw ApiError.unprocessable('This SVC-IDEMPOTENCY-KEY was already used for a different request.');
         }
-        replay = { status: row.response_status as number, type: row.response_type as string | null, body: openReply(secrets.enc, row.response_body as string) };
+        replay = {
+          status: row.response_status as number,
+          type: row.response_type as string | null,
+          body: openReply(secrets.enc, row.response_body as string),
+          shown: row.response_shows === null ? [] : (JSON.parse(openReply(secrets.enc, row.response_shows as string, SHOWN_AAD)) as ShownData[]),
+        };
       } else {
-        request.idempotency = { tx, secrets, hash, done: false, committed: [] };
+        request.idempotency = { tx, secrets, hash, done: false, committed: [], shown: [] };
         keep = true;
       }
     } finally {
@@ -130,6 +158,7 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     // Replayed only once the key's lock is released: a client retrying the moment it has
     // this reply (on this process or another) must not meet the lock and get a 409.
     if (replay) {
+      if (replay.shown.length > 0) await replayGuard(request.principal, replay.shown);
       reply.header('svc-idempotent-replayed', 'true').code(replay.status);
       if (replay.type) reply.type(replay.type);
       return reply.send(replay.body === '' ? undefined : replay.body);
@@ -145,12 +174,22 @@ export function registerIdempotency(app: FastifyInstance, db: Database, ttlHours
     try {
       if (reply.statusCode >= 200 && reply.statusCode < 300) {
         await idem.tx.query(
-          `INSERT INTO idempotency_keys (tenant_id, actor_id, key, request_hash, response_status, response_type, response_body, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(hours => $8))
+          `INSERT INTO idempotency_keys (tenant_id, actor_id, key, request_hash, response_status, response_type, response_body, response_shows, expires_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(hours => $9))
            ON CONFLICT (tenant_id, actor_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash,
              response_status = EXCLUDED.response_status, response_type = EXCLUDED.response_type,
-             response_body = EXCLUDED.response_body, expires_at = EXCLUDED.expires_at`,
-          [tenantId, actorId, idem.secrets.id.toString('hex'), idem.hash, reply.statusCode, reply.getHeader('content-type') ?? null, sealReply(idem.secrets.enc, payloadText(payload)), ttlHours],
+             response_body = EXCLUDED.response_body, response_shows = EXCLUDED.response_shows, expires_at = EXCLUDED.expires_at`,
+          [
+            tenantId,
+            actorId,
+            idem.secrets.id.toString('hex'),
+            idem.hash,
+            reply.statusCode,
+            reply.getHeader('content-type') ?? null,
+            sealReply(idem.secrets.enc, payloadText(payload)),
+            idem.shown.length > 0 ? sealReply(idem.secrets.enc, JSON.stringify(idem.shown), SHOWN_AAD) : null,
+            ttlHours,
+          ],
         );
         await idem.tx.query('COMMIT');
         committed = true;
@@ -223,13 +262,15 @@ function keySecrets(material: string): KeySecrets {
 }
 
 const REPLY_AAD = Buffer.from('coffer idempotent reply');
+/** Its own, so neither sealed column opens as the other. */
+const SHOWN_AAD = Buffer.from('coffer idempotent reply: shown data');
 
-function sealReply(key: KeyObject, text: string): string {
-  return seal(key, Buffer.from(text, 'utf8'), REPLY_AAD).toString('base64');
+function sealReply(key: KeyObject, text: string, aad = REPLY_AAD): string {
+  return seal(key, Buffer.from(text, 'utf8'), aad).toString('base64');
 }
 
-function openReply(key: KeyObject, sealed: string): string {
-  return open(key, Buffer.from(sealed, 'base64'), REPLY_AAD).toString('utf8');
+function openReply(key: KeyObject, sealed: string, aad = REPLY_AAD): string {
+  return open(key, Buffer.from(sealed, 'base64'), aad).toString('utf8');
 }
 
 function payloadText(payload: unknown): string {

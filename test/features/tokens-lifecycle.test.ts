@@ -181,6 +181,39 @@ describe('token lifecycle', () => {
       assert.equal((await patch(t.id, { mask: '{{ data.number | last4 }}' })).body.mask, '{{ data.number | last4 }}');
     });
 
+    it('a replayed patch shows its data again only while the key may still see it so, and never a deleted token\'s', async () => {
+      const all = ['token:create', 'token:read', 'token:update', 'token:delete'];
+      const app = await createApplication(server, { name: 'retrying patcher', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: all }] });
+      const t = await card({}, app.key);
+      const send = () => call(server, 'PATCH', `/tokens/${t.id}`, { key: app.key, body: { metadata: { a: 'b' } }, contentType: MERGE, headers: { 'svc-idempotency-key': `patch-${t.id}` } });
+      const reads = async () => (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND operation = 'read'`, [t.id])).rows[0].n;
+      const first = await send();
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.data.number, VISA);
+      // Unchanged access: the stored reply, audited as the data it shows again.
+      const replayed = await send();
+      assert.equal(replayed.status, 200, replayed.text);
+      assert.equal(replayed.headers.get('svc-idempotent-replayed'), 'true');
+      assert.deepEqual(replayed.body, first.body);
+      assert.equal(await reads(), 1);
+      // The key now only sees the mask: the stored plaintext is not shown.
+      const put = await call(server, 'PUT', `/applications/${app.id}`, { key: server.key, body: { name: 'retrying patcher', permissions: all } });
+      assert.equal(put.status, 200, put.text);
+      const masked = await send();
+      assert.equal(masked.status, 409, masked.text);
+      assert.match(masked.body.detail, /may no longer see as it did: it is not shown again/);
+      assert.ok(!masked.text.includes(VISA));
+      // Nor once the token is gone, whatever the key's access.
+      const back = await call(server, 'PUT', `/applications/${app.id}`, { key: server.key, body: { name: 'retrying patcher', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: all }] } });
+      assert.equal(back.status, 200, back.text);
+      assert.equal((await send()).status, 200);
+      assert.equal((await call(server, 'DELETE', `/tokens/${t.id}`, { key: app.key })).status, 204);
+      const gone = await send();
+      assert.equal(gone.status, 409, gone.text);
+      assert.match(gone.body.detail, /no longer exists/);
+      assert.ok(!gone.text.includes(VISA));
+    });
+
     it('changes expiry and the fields that hold expressions', async () => {
       const t = await card();
       const later = new Date(Date.now() + 3_600_000).toISOString();

@@ -565,6 +565,18 @@ describe('POST /tokens', () => {
       // Shown masked (plain permissions), nothing is revealed and nothing more is audited.
       assert.equal((await created({ type: 'card', data: { number: '4012888888881881' }, deduplicate_token: true })).id, first.id);
       assert.equal(await reads(), 1);
+      // Under an idempotency key, the found token's data is shown again only while the token lives.
+      const headers = { 'svc-idempotency-key': 'dedupe-once' };
+      const body = { type: 'card', data: { number: '4012888888881881' }, deduplicate_token: true };
+      assert.equal((await call(server, 'POST', '/tokens', { key: revealing, body, headers })).body.data.cvc, '321');
+      const replayed = await call(server, 'POST', '/tokens', { key: revealing, body, headers });
+      assert.equal(replayed.headers.get('svc-idempotent-replayed'), 'true');
+      assert.equal(replayed.body.data.cvc, '321');
+      assert.equal(await reads(), 3);
+      await sql.query('DELETE FROM tokens WHERE id = $1', [first.id]);
+      const gone = await call(server, 'POST', '/tokens', { key: revealing, body, headers });
+      assert.equal(gone.status, 409, gone.text);
+      assert.ok(!gone.text.includes('321'));
     });
 
     it('deduplicates only within the same containers, so it reveals nothing about other containers', async () => {

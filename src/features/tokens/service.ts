@@ -9,6 +9,7 @@ import type { Principal } from '../../access/principal.ts';
 import { isContainer, type Transform } from '../../access/rules.ts';
 import { evaluate, ExpressionError, MAX_GROWTH, type Scope } from '../../expressions/index.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { noteShownData, type ShownData } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { compileValidator } from '../../http/validate.ts';
@@ -231,6 +232,9 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     const read = accessTo(principal, 'token:read', existing);
     if (!read) return { row: existing, transform: 'redact', withheld: true };
     const shown = await view(existing, TRANSFORM_RANK[read] < TRANSFORM_RANK[create] ? read : create);
+    if (shown.data !== undefined) {
+      noteShownData({ tokenId: existing.id, access: [{ permission: 'token:create', transform: create }, { permission: 'token:read', transform: read }] });
+    }
     // It may show data the request did not send (a cvc, another expiry): a read like any other.
     if (shown.transform === 'reveal') {
       await logs.record(principal, { entityType: 'token', entityId: existing.id, operation: 'read', message: 'Token data revealed (read)' }, tx);
@@ -400,8 +404,31 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         if (!updated) throw ApiError.notFound('token');
         await logs.record(principal, { entityType: 'token', entityId: id, operation: 'update', message: 'Token updated' }, tx);
         await events.emit(principal.tenantId, 'token.updated', id, eventPayload(updated), tx);
-        return view(updated, transform, prepared.secret);
+        const shown = await view(updated, transform, prepared.secret);
+        // The merged data holds more than the patch sent.
+        if (shown.data !== undefined) noteShownData({ tokenId: id, access: [{ permission: 'token:update', transform }] });
+        return shown;
       });
+    },
+
+    /**
+     * Before a stored idempotent reply is shown again: every token whose data it shows must
+     * still be live, and the caller's access to it as it was (a 409 otherwise). The showing
+     * is audited as the first was.
+     */
+    async checkReplay(principal: Principal, shown: ShownData[]): Promise<void> {
+      const rows = new Map((await load(principal.tenantId, [...new Set(shown.map((s) => s.tokenId))])).map((r) => [r.id, r]));
+      for (const { tokenId, access } of shown) {
+        const row = rows.get(tokenId);
+        const changed = !row || access.some((a) => (accessTo(principal, a.permission, row) ?? 'none') !== a.transform);
+        if (changed) {
+          throw ApiError.conflict(
+            `The reply stored for this SVC-IDEMPOTENCY-KEY shows the data of token ${tokenId}, which ${row ? 'the API key may no longer see as it did' : 'no longer exists'}: it is not shown again. Send the request with a new key.`,
+          );
+        }
+      }
+      const revealed = shown.filter((s) => s.access.every((a) => a.transform === 'reveal'));
+      await logs.useMany(principal, revealed.map((s) => ({ entityType: 'token', entityId: s.tokenId, operation: 'read', message: 'Token data revealed (read)' })));
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
