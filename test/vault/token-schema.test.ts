@@ -145,7 +145,7 @@ describe('vault: migration 009 on a large tokens table', () => {
     );
     const lines: string[] = [];
     const recorded = createLogger('info', { write: (line: string) => void lines.push(line) });
-    assert.deepEqual(await migrate(db.pool, recorded), ['009_token_write_cost']);
+    assert.ok((await migrate(db.pool, recorded)).includes('009_token_write_cost'));
     // The operator hears of the step left to them.
     const notice = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'migration notice');
     assert.equal(notice?.migration, '009_token_write_cost');
