@@ -3,6 +3,7 @@ import { ArgError, ExpressionError } from './errors.ts';
 import { FILTERS } from './filters.ts';
 import { isSpace, Lexer } from './lexer.ts';
 import { resolveArgs } from './params.ts';
+import { characterCount } from './values.ts';
 
 export const MAX_SOURCE = 100_000;
 
@@ -20,8 +21,9 @@ export const MAX_SOURCE = 100_000;
 export function parseTemplate(source: string, mode: Mode): Template {
   if (typeof source !== 'string') throw new ExpressionError(`an expression must be a string, not ${source === null ? 'null' : typeof source}`, '', 0);
   if (mode !== 'template' && mode !== 'detokenize') throw new ExpressionError(`unknown expression mode "${typeof mode === 'string' ? mode : typeof mode}"`, source, 0);
-  if (source.length > MAX_SOURCE) {
-    throw new ExpressionError(`expression too long: ${source.length} characters (at most ${MAX_SOURCE})`, source, 0);
+  // Characters, as documented: counted only when the UTF-16 length could be over the limit.
+  if (source.length > MAX_SOURCE && characterCount(source) > MAX_SOURCE) {
+    throw new ExpressionError(`expression too long: ${characterCount(source)} characters (at most ${MAX_SOURCE})`, source, 0);
   }
   const parts: Part[] = [];
   const references: TokenReference[] = [];

@@ -231,7 +231,12 @@ describe('syntax errors name what is wrong and where', () => {
     ["{{ 'abc' }}", 'detokenize', 'expected a token id, found a string at 3'],
     ['{{ a/b }}', 'detokenize', "unexpected character '/' at 4"],
     ['x'.repeat(MAX_SOURCE + 1), 'template', `expression too long: ${MAX_SOURCE + 1} characters (at most ${MAX_SOURCE}) at 0`],
+    ['💳'.repeat(MAX_SOURCE + 1), 'template', `expression too long: ${MAX_SOURCE + 1} characters (at most ${MAX_SOURCE}) at 0`],
   ];
+  it('the length limit counts characters: the limit of characters outside the BMP parses', () => {
+    const source = `{{ v }}${'💳'.repeat(MAX_SOURCE - 7)}`;
+    assert.equal(parseTemplate(source, 'template').parts.length, 2);
+  });
   for (const [source, mode, message] of rows) {
     it(`${mode}: ${JSON.stringify(source.length > 60 ? `${source.slice(0, 60)}…` : source)}`, () => {
       assert.throws(
