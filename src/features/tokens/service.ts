@@ -198,7 +198,12 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       // Only a token in the same containers: one elsewhere is not what the caller asked for, and
       // answering with it (or a 403 for it) would tell a caller confined to one container
       // whether a value exists in another.
-      const existing = await findByFingerprint(db, principal.tenantId, { ...row, fingerprint: row.fingerprint }, inTx());
+      const existing = await findByFingerprint(
+        db,
+        principal.tenantId,
+        { type: row.type, fingerprint: row.fingerprint, fingerprint_expression: row.fingerprint_expression, containers: row.containers },
+        inTx(),
+      );
       if (existing) {
         // The caller named the token it wants: answering with another id would leave it looking up one that does not exist.
         if (input.id !== undefined && existing.id !== input.id) {
