@@ -22,9 +22,8 @@ export function parseTemplate(source: string, mode: Mode): Template {
   if (typeof source !== 'string') throw new ExpressionError(`an expression must be a string, not ${source === null ? 'null' : typeof source}`, '', 0);
   if (mode !== 'template' && mode !== 'detokenize') throw new ExpressionError(`unknown expression mode "${typeof mode === 'string' ? mode : typeof mode}"`, source, 0);
   // Characters, as documented: counted only when the UTF-16 length could be over the limit.
-  if (source.length > MAX_SOURCE && characterCount(source) > MAX_SOURCE) {
-    throw new ExpressionError(`expression too long: ${characterCount(source)} characters (at most ${MAX_SOURCE})`, source, 0);
-  }
+  const characters = source.length > MAX_SOURCE ? characterCount(source) : source.length;
+  if (characters > MAX_SOURCE) throw new ExpressionError(`expression too long: ${characters} characters (at most ${MAX_SOURCE})`, source, 0);
   const parts: Part[] = [];
   const references: TokenReference[] = [];
   const lx = new Lexer(source);

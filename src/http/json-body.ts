@@ -47,16 +47,9 @@ function refuseInexactNumbers(text: string): void {
     typeof v === 'number' && context?.source !== undefined && changed(v, context.source) ? INEXACT : v;
   const value: unknown = JSON.parse(text, reviver as (key: string, value: unknown) => unknown);
   const errors = new FieldErrorList();
-  const stack: [unknown, Where | undefined][] = [[value, undefined]];
-  while (stack.length > 0 && !errors.full) {
-    const [node, where] = stack.pop()!;
+  walk(value, errors, (node, where) => {
     if (node === INEXACT) errors.add(pathOf('body', where), INEXACT_MESSAGE);
-    else if (Array.isArray(node)) {
-      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { up: where, key: i }]);
-    } else if (node !== null && typeof node === 'object') {
-      for (const [k, v] of Object.entries(node)) stack.push([v, { up: where, key: k }]);
-    }
-  }
+  });
   errors.throwIfAny();
 }
 
@@ -108,25 +101,46 @@ export function refuseUnstorable(value: unknown, at: string): void {
     if (s.includes('\u0000')) errors.add(pathOf(at, where), NUL_MESSAGE);
     if (!s.isWellFormed()) errors.add(pathOf(at, where), SURROGATE_MESSAGE);
   };
-  const stack: [unknown, Where | undefined][] = [[value, undefined]];
-  while (stack.length > 0 && !errors.full) {
-    const [node, where] = stack.pop()!;
-    if (typeof node === 'string') checkText(node, where);
-    else if (Array.isArray(node)) {
-      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { up: where, key: i }]);
-    } else if (node !== null && typeof node === 'object') {
-      for (const [k, v] of Object.entries(node)) {
-        const child = { up: where, key: k };
-        checkText(k, child);
-        stack.push([v, child]);
-      }
-    }
-  }
+  walk(
+    value,
+    errors,
+    (node, where) => {
+      if (typeof node === 'string') checkText(node, where);
+    },
+    checkText,
+  );
   errors.throwIfAny();
 }
 
 /** Where a node sits: its parent's place and its key in the parent (undefined: the root). */
 type Where = { up: Where | undefined; key: string | number };
+
+/**
+ * Every node of a JSON value, depth first, each with where it sits, and each object key as its
+ * parent is reached (`onKey`); until `errors` is full. Iterative, so that a deep value
+ * cannot overflow the stack.
+ */
+function walk(
+  value: unknown,
+  errors: FieldErrorList,
+  onNode: (node: unknown, where: Where | undefined) => void,
+  onKey?: (key: string, where: Where) => void,
+): void {
+  const stack: [unknown, Where | undefined][] = [[value, undefined]];
+  while (stack.length > 0 && !errors.full) {
+    const [node, where] = stack.pop()!;
+    onNode(node, where);
+    if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { up: where, key: i }]);
+    } else if (node !== null && typeof node === 'object') {
+      for (const [k, v] of Object.entries(node)) {
+        const child = { up: where, key: k };
+        onKey?.(k, child);
+        stack.push([v, child]);
+      }
+    }
+  }
+}
 
 /** `root.key[0].other`, the field path of a node. */
 function pathOf(root: string, where: Where | undefined): string {

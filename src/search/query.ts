@@ -1,4 +1,5 @@
 import { isContainer } from '../access/rules.ts';
+import { characterCount } from '../expressions/values.ts';
 import { TOKEN_ID_PATTERN } from '../features/tokens/schema.ts';
 import { TOKEN_TYPE_NAMES } from '../vault/token-types.ts';
 
@@ -24,9 +25,9 @@ const TOKEN_ID = new RegExp(TOKEN_ID_PATTERN);
 const MAX_FINGERPRINT = 100;
 const MAX_METADATA_KEY = 100;
 const MAX_METADATA_VALUE = 500;
-const characters = (s: string) => [...s].length;
 
-type Lexeme = { t: 'word' | 'string' | '(' | ')' | 'AND' | 'OR'; v: string; at: number };
+/** `at` and `end`: where the lexeme starts and ends in the source (a quoted one with its quotes). */
+type Lexeme = { t: 'word' | 'string' | '(' | ')' | 'AND' | 'OR'; v: string; at: number; end: number };
 
 function lex(src: string): Lexeme[] {
   const out: Lexeme[] = [];
@@ -37,7 +38,7 @@ function lex(src: string): Lexeme[] {
     if (/\s/.test(c)) {
       i++;
     } else if (c === '(' || c === ')') {
-      out.push({ t: c, v: c, at: i++ });
+      out.push({ t: c, v: c, at: i, end: ++i });
     } else if (c === '"') {
       const start = i++;
       let v = '';
@@ -47,13 +48,13 @@ function lex(src: string): Lexeme[] {
       }
       if (i >= src.length) throw new SearchQueryError(`unterminated quoted value at ${start}`);
       i++;
-      out.push({ t: 'string', v, at: start });
+      out.push({ t: 'string', v, at: start, end: i });
     } else {
       const start = i;
       // A word ends at whitespace or a parenthesis; a quoted value may follow `field:`.
       while (i < src.length && !/[\s()"]/.test(src[i])) i++;
       const v = src.slice(start, i);
-      out.push({ t: v === 'AND' || v === 'OR' ? v : 'word', v, at: start });
+      out.push({ t: v === 'AND' || v === 'OR' ? v : 'word', v, at: start, end: i });
     }
   }
   return out;
@@ -98,14 +99,7 @@ export function parseSearchQuery(src: string): SearchNode {
   /** The lexeme that starts where `l` ends, if any: nothing between them. */
   function adjacent(l: Lexeme): Lexeme | undefined {
     const next = peek();
-    return next && next.at === l.at + (l.t === 'string' ? quotedLength(l) : l.v.length) ? next : undefined;
-  }
-
-  /** The source length of a quoted lexeme: from its opening quote to its closing one. */
-  function quotedLength(l: Lexeme): number {
-    let i = l.at + 1;
-    while (src[i] !== '"') i += src[i] === '\\' && (src[i + 1] === '"' || src[i + 1] === '\\') ? 2 : 1;
-    return i + 1 - l.at;
+    return next?.at === l.end ? next : undefined;
   }
 
   /** `field:value`, where an empty value may be followed at once by a quoted one (`field:"a b"`). */
@@ -117,7 +111,7 @@ export function parseSearchQuery(src: string): SearchNode {
     }
     // A metadata key is whatever follows `metadata.`, dots included ("order.id" is one key).
     const key = field.startsWith('metadata.') ? field.slice('metadata.'.length) : undefined;
-    if (!FIELDS.has(field) && (key === undefined || key === '' || characters(key) > MAX_METADATA_KEY)) {
+    if (!FIELDS.has(field) && (key === undefined || key === '' || characterCount(key) > MAX_METADATA_KEY)) {
       throw new SearchQueryError(`unknown field "${field}" at ${at} (fields: id, type, container, fingerprint, data, metadata.<key> with a key of 1 to ${MAX_METADATA_KEY} characters)`);
     }
     return leaf(field as SearchField, value, at, quoted);
@@ -133,10 +127,10 @@ export function parseSearchQuery(src: string): SearchNode {
     if (field === 'id' && !TOKEN_ID.test(value)) {
       throw new SearchQueryError(`"${value.slice(0, 50)}" is not a token id at ${at} (1 to 200 letters, digits, "_", "." or "-")`);
     }
-    if (field === 'fingerprint' && characters(value) > MAX_FINGERPRINT) {
+    if (field === 'fingerprint' && characterCount(value) > MAX_FINGERPRINT) {
       throw new SearchQueryError(`fingerprint at ${at} is longer than ${MAX_FINGERPRINT} characters`);
     }
-    if (field.startsWith('metadata.') && characters(value) > MAX_METADATA_VALUE) {
+    if (field.startsWith('metadata.') && characterCount(value) > MAX_METADATA_VALUE) {
       throw new SearchQueryError(`the value of "${field}" at ${at} is longer than ${MAX_METADATA_VALUE} characters`);
     }
     if (field === 'container' && !isContainer(value)) {

@@ -64,8 +64,7 @@ export function createLogService(deps: { db: Database; groupCommit: GroupCommit 
      * with other requests' writes (src/db/group-commit.ts).
      */
     async useMany(actor: Actor, entries: AuditEntry[]): Promise<void> {
-      if (entries.length === 0) return;
-      await groupCommit.write(entries.map((e) => auditTable.of(toRow(actor, e))));
+      await this.writeItems(entries.map((e) => auditTable.of(toRow(actor, e))));
     },
 
     use(actor: Actor, entry: AuditEntry): Promise<void> {
@@ -77,7 +76,7 @@ export function createLogService(deps: { db: Database; groupCommit: GroupCommit 
       return auditTable.of(toRow(actor, entry));
     },
 
-    /** Writes entries made with `item`, durable before it resolves, as useMany does. */
+    /** Writes entries made with `item` (any actors), group-committed and durable before it resolves. */
     async writeItems(items: Item[]): Promise<void> {
       if (items.length > 0) await groupCommit.write(items);
     },

@@ -17,7 +17,7 @@ import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query
 import type { Vault } from '../../vault/tenant-keys.ts';
 import { TOKEN_TYPES } from '../../vault/token-types.ts';
 import type { EventService } from '../events/service.ts';
-import type { Actor, LogService } from '../logs/service.ts';
+import type { Actor, AuditEntry, LogService } from '../logs/service.ts';
 import { CreateTokenBody, MAX_METADATA_KEYS } from './schema.ts';
 import {
   deleteExpiredToken,
@@ -242,7 +242,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     }
     // It may show data the request did not send (a cvc, another expiry): a read like any other.
     if (shown.transform === 'reveal') {
-      await logs.record(principal, { entityType: 'token', entityId: existing.id, operation: 'read', message: 'Token data revealed (read)' }, tx);
+      await logs.record(principal, revealEntry(existing.id, 'read'), tx);
     }
     return shown;
   }
@@ -279,7 +279,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
 
   async function logReveals(principal: Principal, views: TokenView[], operation: string): Promise<void> {
     const revealed = views.filter((v) => v.transform === 'reveal');
-    await logs.useMany(principal, revealed.map((v) => ({ entityType: 'token', entityId: v.row.id, operation, message: `Token data revealed (${operation})` })));
+    await logs.useMany(principal, revealed.map((v) => revealEntry(v.row.id, operation)));
   }
 
   /**
@@ -377,7 +377,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         const access = permitted(principal, 'token:update', current);
         // Merge patch all the way down (RFC 7386): an object mask merges into the mask (null
         // removes a member); anything else replaces it. Null search_indexes removes them.
-        const mask = isPlainObject(patch.mask) ? applyMergePatch(parseMask(current.mask), patch.mask) : patch.mask;
+        const mask = patch.mask === undefined ? undefined : applyMergePatch(parseMask(current.mask), patch.mask);
         const changes: TokenPatch = { ...patch, mask, search_indexes: patch.search_indexes === null ? [] : patch.search_indexes };
         // Masks, fingerprints and search values are computed from the plaintext, so whoever
         // redefines them can read it back (a mask of `{{ data }}`, or a digit at a time through
@@ -433,7 +433,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         }
       }
       const revealed = shown.filter((s) => s.access.every((a) => a.transform === 'reveal'));
-      await logs.useMany(principal, revealed.map((s) => ({ entityType: 'token', entityId: s.tokenId, operation: 'read', message: 'Token data revealed (read)' })));
+      await logs.useMany(principal, revealed.map((s) => revealEntry(s.tokenId, 'read')));
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
@@ -640,12 +640,13 @@ function renderMask(spec: unknown, scope: Scope, field: string, budget: { left: 
   return spec;
 }
 
-function parseMask(stored: string | null): unknown {
-  return stored === null ? null : JSON.parse(stored);
+/** The audit entry of token data shown in plaintext (a read, a search, a replay of either). */
+function revealEntry(tokenId: string, operation: string): AuditEntry {
+  return { entityType: 'token', entityId: tokenId, operation, message: `Token data revealed (${operation})` };
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
+function parseMask(stored: string | null): unknown {
+  return stored === null ? null : JSON.parse(stored);
 }
 
 function text(value: unknown): string {
