@@ -1,29 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { arrayLiteral } from '../../src/db/array-literal.ts';
-import { Database } from '../../src/db/database.ts';
-import { createLogger } from '../../src/logger.ts';
-import { createTestDatabase } from '../helpers/server.ts';
-
-const log = createLogger('silent');
+import { suiteDatabase } from '../helpers/server.ts';
 
 /** What the group-commit INSERTs send as array parameters must reach PostgreSQL element for element. */
 describe('arrayLiteral', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let db: Database;
-
-  before(async () => {
-    database = await createTestDatabase();
-    db = new Database(database.url, 2, log);
-  });
-  after(async () => {
-    await db.close();
-    await database.drop();
-  });
+  const fresh = suiteDatabase(2, { migrated: false });
 
   const roundTrip = async (values: (string | null)[]) =>
-    (await db.query<{ a: (string | null)[] }>('SELECT $1::text[] AS a', [arrayLiteral(values)]))[0].a;
+    (await fresh.db.query<{ a: (string | null)[] }>('SELECT $1::text[] AS a', [arrayLiteral(values)]))[0].a;
 
   it('keeps the elements that look like array syntax, NULL or nothing', async () => {
     const tricky = ['', ' ', ' padded ', 'NULL', 'null', 'a,b', '{x}', '}', '{', 'say "hi"', 'back\\slash', '\\"', '"', '\\', 'line\nbreak', 'tab\t', 'é ☃ 𝄞'];
@@ -45,7 +31,7 @@ describe('arrayLiteral', () => {
 
   it('passes timestamps and JSON documents as the typed arrays the INSERTs cast them to', async () => {
     const at = new Date('2026-11-27T09:30:00.123Z');
-    const [row] = await db.query<{ t: Date[]; j: unknown[] }>('SELECT $1::timestamptz[] AS t, $2::jsonb[] AS j', [
+    const [row] = await fresh.db.query<{ t: Date[]; j: unknown[] }>('SELECT $1::timestamptz[] AS t, $2::jsonb[] AS j', [
       arrayLiteral([at.toISOString()]),
       arrayLiteral([JSON.stringify({ id: 'a"b', path: 'c\\d', list: [1, 2] })]),
     ]);

@@ -2,9 +2,12 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { Database } from '../../src/db/database.ts';
+import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
 import { start, type Running } from '../../src/main.ts';
 
@@ -28,6 +31,32 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
       await c.connect();
       await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await c.end();
+    },
+  };
+}
+
+/**
+ * For the describe block it is called in: a database of its own with a pool of `poolSize`
+ * connections on it, migrated unless `migrated: false`, made before the block's tests and
+ * closed and dropped after them. Read `.db` inside hooks and tests.
+ */
+export function suiteDatabase(poolSize: number, opts: { migrated?: boolean } = {}): { readonly db: Database } {
+  const log = createLogger('silent');
+  let database: { url: string; drop(): Promise<void> } | undefined;
+  let db: Database | undefined;
+  before(async () => {
+    database = await createTestDatabase();
+    db = new Database(database.url, poolSize, log);
+    if (opts.migrated !== false) await migrate(db.pool, log);
+  });
+  after(async () => {
+    await db?.close();
+    await database?.drop();
+  });
+  return {
+    get db() {
+      if (!db) throw new Error('suiteDatabase: read .db inside a hook or test, once the database is made');
+      return db;
     },
   };
 }

@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { after, before, describe, it } from 'node:test';
-import { Database } from '../../src/db/database.ts';
-import { migrate } from '../../src/db/migrate.ts';
-import { createLogger } from '../../src/logger.ts';
+import { before, describe, it } from 'node:test';
+import type { Database } from '../../src/db/database.ts';
 import { LocalKeyring } from '../../src/vault/keyring.ts';
 import { MAX_SEALS_PER_DATA_KEY, Vault } from '../../src/vault/tenant-keys.ts';
-import { createTestDatabase } from '../helpers/server.ts';
+import { suiteDatabase } from '../helpers/server.ts';
 
-const log = createLogger('silent');
 const keyring = () => new LocalKeyring([{ id: 'k1', key: randomBytes(32) }]);
 
 /**
@@ -17,17 +14,10 @@ const keyring = () => new LocalKeyring([{ id: 'k1', key: randomBytes(32) }]);
  * by every process, and survive a restart.
  */
 describe('vault: data key rollover', () => {
-  let database: { url: string; drop(): Promise<void> };
+  const fresh = suiteDatabase(10);
   let db: Database;
-
-  before(async () => {
-    database = await createTestDatabase();
-    db = new Database(database.url, 10, log);
-    await migrate(db.pool, log);
-  });
-  after(async () => {
-    await db.close();
-    await database.drop();
+  before(() => {
+    db = fresh.db;
   });
 
   const tenant = async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import pg from 'pg';
 import { Database } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -11,7 +11,7 @@ import { createLogger } from '../../src/logger.ts';
 import { parseSearchQuery } from '../../src/search/query.ts';
 import { LocalKeyring } from '../../src/vault/keyring.ts';
 import { Vault } from '../../src/vault/tenant-keys.ts';
-import { createTestDatabase } from '../helpers/server.ts';
+import { createTestDatabase, suiteDatabase } from '../helpers/server.ts';
 
 const log = createLogger('silent');
 
@@ -42,22 +42,16 @@ async function indexDefinitions(db: Database): Promise<Record<string, string>> {
  * with search values or metadata, are the ones token search and the metadata filter use.
  */
 describe('vault: the tokens table', () => {
-  let database: { url: string; drop(): Promise<void> };
+  const fresh = suiteDatabase(4);
   let db: Database;
   let tenantId: string;
 
   before(async () => {
-    database = await createTestDatabase();
-    db = new Database(database.url, 4, log);
-    await migrate(db.pool, log);
+    db = fresh.db;
     tenantId = randomUUID();
     await db.query(`INSERT INTO tenants (id, name) VALUES ($1, 'schema')`, [tenantId]);
     // The vault makes the tenant's keys on first use.
     await new Vault(db, new LocalKeyring([{ id: 'k1', key: randomBytes(32) }])).encrypt(tenantId, 'first', { n: 1 });
-  });
-  after(async () => {
-    await db.close();
-    await database.drop();
   });
 
   const refusal = async (sql: string) => {
@@ -112,21 +106,11 @@ describe('vault: the tokens table', () => {
  * rebuild concurrently. Searches work either way.
  */
 describe('vault: migration 009 on a large tokens table', () => {
-  let database: { url: string; drop(): Promise<void> };
-  let db: Database;
+  const fresh = suiteDatabase(2, { migrated: false });
   const dir = path.join(import.meta.dirname, '../../src/db/migrations');
 
-  before(async () => {
-    database = await createTestDatabase();
-    db = new Database(database.url, 2, log);
-  });
-  after(async () => {
-    await db.close();
-    await database.drop();
-  });
-
-
   it('leaves the indexes of 100,000 tokens as they are, and still refuses to delete a key', async () => {
+    const db = fresh.db;
     // The schema as it was before 009, as migrate() itself records it.
     await db.query(`CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
     for (const file of fs.readdirSync(dir).filter((f) => f < '009').sort()) {
