@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { childPath, pointerPath, truncated } from './field-path.ts';
 
 export type FieldErrors = Record<string, string[]>;
 
@@ -122,42 +123,54 @@ export type AjvError = { instancePath: string; keyword: string; message?: string
 /**
  * Adds each validation failure as a field error. A key that fails a map's `propertyNames`
  * comes as two: the key's own failure (which names it) and a generic "property name must be
- * valid", which adds nothing and is left out.
+ * valid", which adds nothing and is left out. `data` is the value validated: it tells an
+ * array index from a key made of digits in the paths (see pointerPath).
  */
-export function addValidationErrors(errors: FieldErrorList, prefix: string, failures: AjvError[]): void {
+export function addValidationErrors(errors: FieldErrorList, prefix: string, failures: AjvError[], data: unknown): void {
   for (const v of failures) {
     if (errors.full) return;
     if (v.keyword === 'propertyNames') continue;
-    errors.add(fieldPath(prefix, v), validationMessage(v));
+    errors.add(fieldPath(prefix, v, data), validationMessage(v));
   }
 }
 
-/** Turns Fastify's schema validation failures into field paths like `body.rules[0].priority`. */
-function fromValidation(err: FastifyError): ApiError {
-  const part = err.validationContext === 'querystring' ? 'query' : (err.validationContext ?? 'body');
+/** The parts of a request Fastify validates, by its validationContext: their names in field paths, and where the request holds them. */
+const REQUEST_PARTS: Record<string, { name: string; value: (request: FastifyRequest) => unknown }> = {
+  body: { name: 'body', value: (r) => r.body },
+  querystring: { name: 'query', value: (r) => r.query },
+  params: { name: 'params', value: (r) => r.params },
+  headers: { name: 'headers', value: (r) => r.headers },
+};
+
+/**
+ * Turns Fastify's schema validation failures into field paths like `body.rules[0].priority`.
+ * `request` holds the values validated (Ajv coerces and fills in defaults in place), which
+ * the paths are read against.
+ */
+function fromValidation(err: FastifyError, request: FastifyRequest | undefined): ApiError {
+  const context = err.validationContext ?? 'body';
+  const part = Object.hasOwn(REQUEST_PARTS, context) ? REQUEST_PARTS[context] : undefined;
+  const name = part?.name ?? context;
   const errors = new FieldErrorList();
-  addValidationErrors(errors, part, (err.validation ?? []) as AjvError[]);
-  if (errors.empty) errors.add(part, err.message);
+  addValidationErrors(errors, name, (err.validation ?? []) as AjvError[], request && part?.value(request));
+  if (errors.empty) errors.add(name, err.message);
   return ApiError.validation(errors.errors);
 }
 
 /** `body` + `/rules/0/priority` → `body.rules[0].priority`, naming the missing or unknown property too. */
-export function fieldPath(prefix: string, v: AjvError): string {
-  let field = prefix + v.instancePath.split('/').slice(1).map(segment).join('');
-  if (v.keyword === 'required') field += segment(String(v.params.missingProperty));
-  if (v.keyword === 'additionalProperties') field += segment(String(v.params.additionalProperty));
+export function fieldPath(prefix: string, v: AjvError, data: unknown): string {
+  const field = pointerPath(prefix, v.instancePath, data);
+  if (v.keyword === 'required') return childPath(field, String(v.params.missingProperty));
+  if (v.keyword === 'additionalProperties') return childPath(field, String(v.params.additionalProperty));
   return field;
 }
 
-function segment(s: string): string {
-  const name = s.replace(/~1/g, '/').replace(/~0/g, '~');
-  return /^\d+$/.test(name) ? `[${name}]` : `.${name}`;
-}
+/** How much of a key a message quotes. */
+const QUOTED_KEY_CHARACTERS = 40;
 
 export function validationMessage(v: AjvError): string {
   if (v.propertyName !== undefined) {
-    const name = v.propertyName.length > 40 ? `${v.propertyName.slice(0, 40)}…` : v.propertyName;
-    return `has a key ${JSON.stringify(name)} that ${keywordMessage(v)}`;
+    return `has a key ${JSON.stringify(truncated(v.propertyName, QUOTED_KEY_CHARACTERS))} that ${keywordMessage(v)}`;
   }
   return keywordMessage(v);
 }
@@ -203,11 +216,15 @@ function typeNames(type: unknown): string {
   return names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names[0];
 }
 
-/** Normalises anything thrown while handling a request into an ApiError, or undefined for a bug. */
-export function toApiError(err: unknown): ApiError | undefined {
+/**
+ * Normalises anything thrown while handling a request into an ApiError, or undefined for a bug.
+ * `request`, when the failure is its schema validation, lets the field paths tell array
+ * indexes from keys made of digits.
+ */
+export function toApiError(err: unknown, request?: FastifyRequest): ApiError | undefined {
   if (err instanceof ApiError) return err;
   const fe = err as FastifyError;
-  if (fe?.validation) return fromValidation(fe);
+  if (fe?.validation) return fromValidation(fe, request);
   const status = fe?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiError(415, 'The Content-Type of the request is not supported.');
@@ -262,7 +279,7 @@ export function unexpectedError(err: Error & { code?: unknown }, log: FastifyBas
 }
 
 export function errorHandler(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const apiError = toApiError(err) ?? unexpectedError(err, request.log);
+  const apiError = toApiError(err, request) ?? unexpectedError(err, request.log);
   if (apiError.retryAfterSeconds !== undefined) reply.header('retry-after', String(apiError.retryAfterSeconds));
   return sendProblem(reply, request, apiError);
 }

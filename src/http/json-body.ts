@@ -1,5 +1,6 @@
 import secureJson from 'secure-json-parse';
 import { ApiError, FieldErrorList } from './errors.ts';
+import { placePath, type Place } from './field-path.ts';
 
 /**
  * Request bodies nested deeper than this are refused when parsed. JSON.parse copes with any
@@ -48,7 +49,7 @@ function refuseInexactNumbers(text: string): void {
   const value: unknown = JSON.parse(text, reviver as (key: string, value: unknown) => unknown);
   const errors = new FieldErrorList();
   walk(value, errors, (node, where) => {
-    if (node === INEXACT) errors.add(pathOf('body', where), INEXACT_MESSAGE);
+    if (node === INEXACT) errors.add(placePath('body', where), INEXACT_MESSAGE);
   });
   errors.throwIfAny();
 }
@@ -97,9 +98,9 @@ export function refuseUnstorable(value: unknown, at: string): void {
   const errors = new FieldErrorList();
   // Each node knows its parent and key; the path text is built only for a field in error, as
   // nearly every value is storable.
-  const checkText = (s: string, where: Where | undefined) => {
-    if (s.includes('\u0000')) errors.add(pathOf(at, where), NUL_MESSAGE);
-    if (!s.isWellFormed()) errors.add(pathOf(at, where), SURROGATE_MESSAGE);
+  const checkText = (s: string, where: Place | undefined) => {
+    if (s.includes('\u0000')) errors.add(placePath(at, where), NUL_MESSAGE);
+    if (!s.isWellFormed()) errors.add(placePath(at, where), SURROGATE_MESSAGE);
   };
   walk(
     value,
@@ -112,9 +113,6 @@ export function refuseUnstorable(value: unknown, at: string): void {
   errors.throwIfAny();
 }
 
-/** Where a node sits: its parent's place and its key in the parent (undefined: the root). */
-type Where = { up: Where | undefined; key: string | number };
-
 /**
  * Every node of a JSON value, depth first, each with where it sits, and each object key as its
  * parent is reached (`onKey`); until `errors` is full. Iterative, so that a deep value
@@ -123,10 +121,10 @@ type Where = { up: Where | undefined; key: string | number };
 function walk(
   value: unknown,
   errors: FieldErrorList,
-  onNode: (node: unknown, where: Where | undefined) => void,
-  onKey?: (key: string, where: Where) => void,
+  onNode: (node: unknown, where: Place | undefined) => void,
+  onKey?: (key: string, where: Place) => void,
 ): void {
-  const stack: [unknown, Where | undefined][] = [[value, undefined]];
+  const stack: [unknown, Place | undefined][] = [[value, undefined]];
   while (stack.length > 0 && !errors.full) {
     const [node, where] = stack.pop()!;
     onNode(node, where);
@@ -140,13 +138,4 @@ function walk(
       }
     }
   }
-}
-
-/** `root.key[0].other`, the field path of a node. */
-function pathOf(root: string, where: Where | undefined): string {
-  const keys: (string | number)[] = [];
-  for (let w = where; w; w = w.up) keys.push(w.key);
-  let path = root;
-  for (let i = keys.length - 1; i >= 0; i--) path += typeof keys[i] === 'number' ? `[${keys[i]}]` : `.${keys[i]}`;
-  return path;
 }

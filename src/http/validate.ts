@@ -21,7 +21,7 @@ export function compileValidator<T>(schema: TSchema): (value: unknown, at: strin
       return value as T;
     }
     const errors = new FieldErrorList();
-    addValidationErrors(errors, at, (check.errors ?? []) as AjvError[]);
+    addValidationErrors(errors, at, (check.errors ?? []) as AjvError[], value);
     throw ApiError.validation(errors.errors);
   };
 }

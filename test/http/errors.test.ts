@@ -6,6 +6,7 @@ import { Type } from 'typebox';
 import { createLogger } from '../../src/logger.ts';
 import { createServer } from '../../src/http/server.ts';
 import { ApiError, FieldErrorList, toApiError } from '../../src/http/errors.ts';
+import { MapOf } from '../../src/http/schemas.ts';
 import { call, type Response } from '../helpers/http.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -199,6 +200,53 @@ describe('unexpected errors', () => {
     assert.ok(res.body.errors['body.n']);
     const ok = await call(url, 'POST', '/echo', { body: { n: 5 } });
     assert.deepEqual(ok.body, { n: 5 });
+  });
+});
+
+describe('field paths of schema failures', () => {
+  let app: FastifyInstance;
+  let url: string;
+  before(async () => {
+    app = createServer(createLogger('silent'));
+    // Any keys, each an integer, or a map or list of integers: keys of every kind reach a path.
+    const Leaf = { type: ['integer', 'object', 'array'], additionalProperties: { type: 'integer' }, items: { type: 'integer' } };
+    app.post('/any', { config: { access: 'public' }, schema: { body: MapOf(Type.Unsafe(Leaf)) } }, async () => ({}));
+    app.post('/closed', { config: { access: 'public' }, schema: { body: Type.Object({ n: Type.Integer() }, { additionalProperties: false }) } }, async () => ({}));
+    const query = Type.Object({ id: Type.Array(Type.Integer(), { default: [] }) }, { patternProperties: { '^m\\.': Type.String({ maxLength: 1 }) } });
+    app.get('/query', { config: { access: 'public' }, schema: { querystring: query } }, async () => ({}));
+    url = await app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  after(() => app.close());
+
+  it('quote every key that is not a plain name, and tell indexes from keys made of digits', async () => {
+    const res = await call(url, 'POST', '/any', {
+      body: { plain: 'x', 'a.b': 'x', a: { b: 'x' }, '': 'x', '123': 'x', list: [1, 'x'], map: { '0': 'x', 'c.d': 'x' }, 'a~/b': 'x', 'line\nbreak': 'x' },
+    });
+    assertProblem(res, 400);
+    assert.deepEqual(Object.keys(res.body.errors).sort(), [
+      'body[""]',
+      'body["123"]',
+      'body["a.b"]',
+      'body["a~/b"]',
+      'body["line\\nbreak"]',
+      'body.a.b',
+      'body.list[1]',
+      'body.map["0"]',
+      'body.map["c.d"]',
+      'body.plain',
+    ].sort());
+  });
+
+  it('name an unknown or missing property the same way', async () => {
+    const res = await call(url, 'POST', '/closed', { body: { 'x.y': 1, '7': 2 } });
+    assertProblem(res, 400);
+    assert.deepEqual(res.body.errors, { 'body.n': ['is required'], 'body["7"]': ['is not a known property'], 'body["x.y"]': ['is not a known property'] });
+  });
+
+  it('in the query string too', async () => {
+    const res = await call(url, 'GET', `/query?${new URLSearchParams([['id', 'x'], ['m.k', 'long']])}`);
+    assertProblem(res, 400);
+    assert.deepEqual(Object.keys(res.body.errors).sort(), ['query.id[0]', 'query["m.k"]']);
   });
 });
 

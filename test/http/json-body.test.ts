@@ -28,7 +28,8 @@ describe('refuseUnstorable', () => {
       ['\ud800', ['body']],
       [{ name: 'x\u0000' }, ['body.name']],
       [{ list: ['ok', 'lone \udc00'] }, ['body.list[1]']],
-      [{ 'k\u0000': 'v' }, ['body.k\u0000']],
+      [{ 'k\u0000': 'v' }, ['body["k\\u0000"]']],
+      [{ 'a.b': { '': ['\u0000'] } }, ['body["a.b"][""][0]']],
       [{ a: { b: [{ c: '\u0000' }] } }, ['body.a.b[0].c']],
     ];
     for (const [value, fields] of table) assert.deepEqual(refused(value), fields, JSON.stringify(value));
