@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import type { FieldErrorList } from '../http/errors.ts';
+import { childPath } from '../http/field-path.ts';
 import { permissionDefinition, type ApplicationType } from './permissions.ts';
 
 export const TRANSFORMS = ['redact', 'mask', 'reveal'] as const;
@@ -46,9 +47,9 @@ export function checkPermissions(perms: string[], grantee: Grantee, field: strin
   const fits: ApplicationType = grantee === 'session' ? 'private' : grantee;
   perms.forEach((name, i) => {
     const def = permissionDefinition(name);
-    if (!def) errors.add(`${field}[${i}]`, `"${name}" is not a known permission (see GET /permissions)`);
+    if (!def) errors.add(childPath(field, i), `"${name}" is not a known permission (see GET /permissions)`);
     else if (!def.application_types.includes(fits)) {
-      errors.add(`${field}[${i}]`, `"${name}" cannot be granted to ${grantee === 'session' ? 'a session' : `a ${grantee} application`}`);
+      errors.add(childPath(field, i), `"${name}" cannot be granted to ${grantee === 'session' ? 'a session' : `a ${grantee} application`}`);
     }
   });
   if (new Set(perms).size !== perms.length) errors.add(field, 'must not contain duplicates');
@@ -61,7 +62,7 @@ export function checkPermissions(perms: string[], grantee: Grantee, field: strin
 export function checkRules(rules: AccessRuleInput[], grantee: Grantee, field: string, errors: FieldErrorList): AccessRule[] {
   const priorities = new Set<number>();
   rules.forEach((rule, i) => {
-    const at = `${field}[${i}]`;
+    const at = childPath(field, i);
     checkPermissions(rule.permissions, grantee, `${at}.permissions`, errors);
     if (priorities.has(rule.priority)) errors.add(`${at}.priority`, `priority ${rule.priority} is used by another rule`);
     priorities.add(rule.priority);

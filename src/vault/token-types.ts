@@ -1,4 +1,5 @@
 import type { FieldErrorList } from '../http/errors.ts';
+import { childPath } from '../http/field-path.ts';
 import { abaValid, luhnValid } from './checksums.ts';
 import { cardBrand } from './card-brands.ts';
 
@@ -56,7 +57,7 @@ function objectData(data: unknown, field: string, errors: FieldErrorList): Recor
 }
 
 function unknownFields(obj: Record<string, unknown>, allowed: string[], field: string, errors: FieldErrorList): void {
-  for (const key of Object.keys(obj)) if (!allowed.includes(key)) errors.add(`${field}.${key}`, 'is not a field of this token type');
+  for (const key of Object.keys(obj)) if (!allowed.includes(key)) errors.add(childPath(field, key), 'is not a field of this token type');
 }
 
 function digitsString(value: unknown, pattern: RegExp, what: string, field: string, errors: FieldErrorList): string | undefined {

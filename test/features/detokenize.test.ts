@@ -285,6 +285,44 @@ describe('POST /detokenize', () => {
       }
     });
 
+    it('a key that is not a plain name is quoted in the field path, so no two fields share one', async () => {
+      // An invalid expression, an unknown token and a failing filter, each under keys a dot would join alike.
+      const cases: [body: unknown, field: string][] = [
+        [{ 'a.b': '{{ }}' }, 'body["a.b"]'],
+        [{ a: { b: '{{ }}' } }, 'body.a.b'],
+        [{ '': '{{ }}' }, 'body[""]'],
+        [{ '': { '': '{{ }}' } }, 'body[""][""]'],
+        [{ '0': '{{ }}' }, 'body["0"]'],
+        [['{{ }}'], 'body[0]'],
+        [{ 'x[0]': '{{ }}', x: ['plain'] }, 'body["x[0]"]'],
+        [{ 'say "hi"\n': '{{ }}' }, 'body["say \\"hi\\"\\n"]'],
+      ];
+      for (const [body, field] of cases) {
+        const res = await detokenize(body);
+        problem(res, 400);
+        assert.deepEqual(Object.keys(res.body.errors ?? {}), [field], `${JSON.stringify(body)}: ${res.text}`);
+        assert.match(res.body.errors[field][0], /^invalid detokenization expression/);
+      }
+      const unknown = await detokenize({ 'a.b': '{{ gone }}', a: { b: '{{ gone }}' }, '': '{{ token: gone }}' });
+      problem(unknown, 400);
+      assert.deepEqual(unknown.body.errors, {
+        'body["a.b"]': ['token "gone" not found'],
+        'body.a.b': ['token "gone" not found'],
+        'body[""]': ['token "gone" not found'],
+      });
+      const failing = await detokenize({ 'a.b': `{{ ${card} | json: '$.number' | to_boolean }}`, a: { b: `{{ ${ssn} }}` } });
+      problem(failing, 400);
+      assert.deepEqual(Object.keys(failing.body.errors), ['body["a.b"]']);
+      assert.ok(!failing.text.includes(PAN) && !failing.text.includes(SSN));
+    });
+
+    it('a very long key is cut in the field path', async () => {
+      const key = `k.${'x'.repeat(5000)}`;
+      const res = await detokenize({ [key]: '{{ }}' });
+      problem(res, 400);
+      assert.deepEqual(Object.keys(res.body.errors), [`body["${key.slice(0, 100)}…"]`]);
+    });
+
     it('a filter that fails on the data is 400 naming the field path, without the data', async () => {
       const res = await detokenize({ a: { b: `{{ ${card} | json: '$.number' | to_boolean }}` } });
       problem(res, 400);

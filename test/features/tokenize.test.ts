@@ -123,6 +123,28 @@ describe('POST /tokenize', () => {
     assert.equal(await count(), before);
   });
 
+  it('a key that is not a plain name is quoted in the field path, so no two leaves share one', async () => {
+    const before = await count();
+    const bad = { type: 'token', data: 'x', metadata: { n: 1 } };
+    const badCard = { type: 'card', data: { number: '4917610000000001' } };
+    const cases: [unknown, string][] = [
+      [{ 'a.b': bad, a: { b: { type: 'token', data: 'fine' } } }, 'body["a.b"].metadata.n'],
+      [{ a: { b: bad }, 'a.b': { type: 'token', data: 'fine' } }, 'body.a.b.metadata.n'],
+      [{ '': bad }, 'body[""].metadata.n'],
+      [{ '0': bad }, 'body["0"].metadata.n'],
+      [[bad], 'body[0].metadata.n'],
+      [{ 'cards.0': badCard }, 'body["cards.0"].data.number'],
+      [{ 'a.b': { type: 'token', data: 'x', 'x.y': 1 } }, 'body["a.b"]["x.y"]'],
+      [{ 'a.b': { type: 'token', data: 'x', metadata: { 'c.d': 1 } } }, 'body["a.b"].metadata["c.d"]'],
+    ];
+    for (const [doc, field] of cases) {
+      const res = await tokenize(doc);
+      assert.equal(res.status, 400, `${field}: ${res.text}`);
+      assert.deepEqual(Object.keys(res.body.errors ?? {}), [field], `${JSON.stringify(doc)}: ${res.text}`);
+    }
+    assert.equal(await count(), before);
+  });
+
   it('a duplicate caller-chosen id inside one document is a 409 and rolls back the whole document', async () => {
     const before = await count();
     const res = await tokenize({ a: { id: 'twice', type: 'token', data: 'x' }, b: { id: 'twice', type: 'token', data: 'y' } });

@@ -381,6 +381,33 @@ describe('POST /tokens', () => {
       assert.equal((await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(100)]: 'v' } })).status, 201);
     });
 
+    it('a metadata key that is not a plain name is quoted in the field path', async () => {
+      const cases: [metadata: Record<string, unknown>, field: string][] = [
+        [{ customer_id: 1 }, 'body.metadata.customer_id'],
+        [{ 'order.id': 1 }, 'body.metadata["order.id"]'],
+        [{ '123': 1 }, 'body.metadata["123"]'],
+        [{ 'a b': 1 }, 'body.metadata["a b"]'],
+        [{ 'quote"\\': 1 }, 'body.metadata["quote\\"\\\\"]'],
+        [{ ['k'.repeat(100)]: 1 }, `body.metadata.${'k'.repeat(100)}`],
+      ];
+      for (const [metadata, field] of cases) {
+        const res = await create({ type: 'token', data: 'x', metadata });
+        assertInvalid(res, field);
+        assert.deepEqual(Object.keys(res.body.errors), [field], res.text);
+        assert.deepEqual(res.body.errors[field], ['must be a string']);
+      }
+      // The empty key: its own failure on the map, and its value's under [""].
+      const empty = await create({ type: 'token', data: 'x', metadata: { '': 1 } });
+      assert.deepEqual(empty.body.errors, { 'body.metadata': ['has a key "" that must not be empty'], 'body.metadata[""]': ['must be a string'] });
+      // A card's data: a field it does not have, under a key a dot would misread.
+      const card = await create({ type: 'card', data: { number: VISA, 'number.x': '1' } });
+      assertInvalid(card, 'body.data["number.x"]');
+      assert.deepEqual(card.body.errors['body.data["number.x"]'], ['is not a field of this token type']);
+      // A metadata filter is one query key, dot and all.
+      const listed = await call(server, 'GET', `/tokens?${new URLSearchParams({ 'metadata.order.id': 'v'.repeat(501) })}`, { key: plain.key });
+      assertInvalid(listed, 'query["metadata.order.id"]');
+    });
+
     it('a number in the data that JSON would round or overflow is a 400 naming it, never stored changed', async () => {
       for (const [raw, field] of [
         ['{"type":"token","data":{"acct":1e400}}', 'body.data.acct'],

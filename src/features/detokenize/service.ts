@@ -2,13 +2,15 @@ import type { Principal } from '../../access/principal.ts';
 import type { Item } from '../../db/group-commit.ts';
 import { ExpressionError, isTemplate, MAX_GROWTH, parseTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
+import { placePath, type Place } from '../../http/field-path.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { LogService } from '../logs/service.ts';
 import type { TokenService, TokenView } from '../tokens/service.ts';
 
 export type DetokenizeService = ReturnType<typeof createDetokenizeService>;
 
-type Found = { at: string; template: Template };
+/** An expression string, and where it sits (its field path is built only for an error). */
+type Found = { place: Place | undefined; template: Template };
 
 /** The walks below recurse; a body nested deeper is refused (400) rather than overflowing the stack (500). */
 const MAX_DEPTH = 128;
@@ -26,21 +28,22 @@ export function createDetokenizeService(deps: {
 }) {
   const { tokens, vault, logs, limitFor } = deps;
 
-  function collect(node: unknown, at: string, found: Found[], depth: number): void {
+  /** `root` names the value walked (`body`, `body.args`). */
+  function collect(node: unknown, root: string, place: Place | undefined, found: Found[], depth: number): void {
     if (typeof node === 'string') {
       if (!isTemplate(node)) return;
       try {
-        found.push({ at, template: parseTemplate(node, 'detokenize') });
+        found.push({ place, template: parseTemplate(node, 'detokenize') });
       } catch (err) {
-        if (err instanceof ExpressionError) throw ApiError.field(at, `invalid detokenization expression: ${err.message}`);
+        if (err instanceof ExpressionError) throw ApiError.field(placePath(root, place), `invalid detokenization expression: ${err.message}`);
         throw err;
       }
       return;
     }
     if (node === null || typeof node !== 'object') return;
-    if (depth === MAX_DEPTH) throw ApiError.field(at, `is nested too deeply: at most ${MAX_DEPTH} levels of arrays and objects`);
-    if (Array.isArray(node)) node.forEach((item, i) => collect(item, `${at}[${i}]`, found, depth + 1));
-    else for (const [k, v] of Object.entries(node)) collect(v, `${at}.${k}`, found, depth + 1);
+    if (depth === MAX_DEPTH) throw ApiError.field(placePath(root, place), `is nested too deeply: at most ${MAX_DEPTH} levels of arrays and objects`);
+    if (Array.isArray(node)) node.forEach((item, i) => collect(item, root, { up: place, key: i }, found, depth + 1));
+    else for (const [k, v] of Object.entries(node)) collect(v, root, { up: place, key: k }, found, depth + 1);
   }
 
   return {
@@ -55,7 +58,7 @@ export function createDetokenizeService(deps: {
       deferAudit?: Item[],
     ): Promise<unknown> {
       const found: Found[] = [];
-      collect(body, at, found, 0);
+      collect(body, at, undefined, found, 0);
       if (found.length === 0) return body;
       const refs = found.flatMap((f) => tokenReferences(f.template));
       const limit = await limitFor(principal.tenantId);
@@ -67,7 +70,7 @@ export function createDetokenizeService(deps: {
         throw ApiError.field(at, `${new Set(ids).size} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
       }
       // The fields that refer to an unknown id, worked out only when there is one.
-      const pathsOf = (id: string) => found.filter((f) => tokenReferences(f.template).some((r) => r.id === id)).map((f) => f.at);
+      const pathsOf = (id: string) => found.filter((f) => tokenReferences(f.template).some((r) => r.id === id)).map((f) => placePath(at, f.place));
       // The uses are audited once every expression has rendered, before the result leaves:
       // a request refused below (403) or failing in a filter (400) detokenized nothing.
       const audit = deferAudit ?? [];
@@ -87,17 +90,17 @@ export function createDetokenizeService(deps: {
         // Shared by every string of the request: its expressions together may add MAX_GROWTH characters.
         growth: { left: MAX_GROWTH },
       };
-      // Templates are matched to strings by walk order (the same as collect's), not by path:
-      // keys such as "a.b" next to a → b print as the same path.
+      // Templates are matched to strings by walk order (the same as collect's): no path is built
+      // or looked up for the strings that render.
       let next = 0;
       const replace = (node: unknown): unknown => {
         if (typeof node === 'string') {
           if (!isTemplate(node)) return node;
-          const { at: path, template } = found[next++];
+          const { place, template } = found[next++];
           try {
             return render(template, scope);
           } catch (err) {
-            if (err instanceof ExpressionError) throw ApiError.field(path, `detokenization failed: ${err.message}`);
+            if (err instanceof ExpressionError) throw ApiError.field(placePath(at, place), `detokenization failed: ${err.message}`);
             throw err;
           }
         }

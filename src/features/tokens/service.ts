@@ -9,6 +9,7 @@ import type { Principal } from '../../access/principal.ts';
 import { isContainer, type Transform } from '../../access/rules.ts';
 import { evaluate, ExpressionError, MAX_GROWTH, type Scope } from '../../expressions/index.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
+import { childPath } from '../../http/field-path.ts';
 import { noteShownData, type ShownData } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
@@ -124,7 +125,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     const fingerprint = canonical ? await vault.hmac(principal.tenantId, `fingerprint:${input.type}`, canonical) : null;
     const hashes: string[] = [];
     for (const [i, source] of searchIndexes.entries()) {
-      const value = text(expression(source, scope, `${at}.search_indexes[${i}]`));
+      const value = text(expression(source, scope, childPath(`${at}.search_indexes`, i)));
       if (value) hashes.push(await vault.hmac(principal.tenantId, 'search', value));
     }
     const id = previous?.id ?? input.id ?? uuidv4();
@@ -324,12 +325,12 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
           if (isTokenRequest(node)) return present(await createIn(principal, validTokenRequest(node, at), at, tx));
           if (Array.isArray(node)) {
             const out = [];
-            for (const [i, item] of node.entries()) out.push(await walk(item, `${at}[${i}]`));
+            for (const [i, item] of node.entries()) out.push(await walk(item, childPath(at, i)));
             return out;
           }
           if (node !== null && typeof node === 'object') {
             const out: Record<string, unknown> = {};
-            for (const [k, v] of Object.entries(node)) out[k] = await walk(v, `${at}.${k}`);
+            for (const [k, v] of Object.entries(node)) out[k] = await walk(v, childPath(at, k));
             return out;
           }
           return node;
@@ -519,7 +520,7 @@ const CONTAINER_MESSAGE = 'must be a path of lowercase segments that starts and 
 function checkContainers(containers: string[], at: string): void {
   const errors = new FieldErrorList();
   containers.forEach((c, i) => {
-    if (!isContainer(c)) errors.add(`${at}[${i}]`, CONTAINER_MESSAGE);
+    if (!isContainer(c)) errors.add(childPath(at, i), CONTAINER_MESSAGE);
   });
   errors.throwIfAny();
 }
@@ -612,7 +613,7 @@ function checkMask(spec: unknown, field: string, errors: FieldErrorList): void {
     } else if (node !== null && typeof node === 'object') {
       for (const [k, v] of Object.entries(node)) {
         size += k.length;
-        const problem = walk(v, Array.isArray(node) ? `${at}[${k}]` : `${at}.${k}`, depth + 1);
+        const problem = walk(v, childPath(at, Array.isArray(node) ? Number(k) : k), depth + 1);
         if (problem) return problem;
       }
     }
@@ -630,11 +631,11 @@ function renderMask(spec: unknown, scope: Scope, field: string, budget: { left: 
     if (budget.left < 0) throw ApiError.field(budget.root, `renders to more than ${MASK_LIMITS.rendered} characters in all`);
     return value;
   }
-  if (Array.isArray(spec)) return spec.map((s, i) => renderMask(s, scope, `${field}[${i}]`, budget));
+  if (Array.isArray(spec)) return spec.map((s, i) => renderMask(s, scope, childPath(field, i), budget));
   if (spec !== null && typeof spec === 'object') {
     // A member that renders to null (a card stored without an expiry) is left out: the masked
     // view shows what the data holds, not fields it never had.
-    const members = Object.entries(spec).map(([k, v]) => [k, renderMask(v, scope, `${field}.${k}`, budget)] as const);
+    const members = Object.entries(spec).map(([k, v]) => [k, renderMask(v, scope, childPath(field, k), budget)] as const);
     return Object.fromEntries(members.filter(([, value]) => value !== null));
   }
   return spec;
