@@ -69,7 +69,7 @@ export function problem(status: number, schema: TSchema = Type.Ref(PROBLEM_ID), 
 
 /** What each error status means across Coffer; the route's own causes are in its docs. */
 const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'The request is invalid; `errors` names the fields at fault (path, query, headers or body)',
+  400: 'The request is invalid; `errors` names the fields at fault (path, query, headers or body) in JavaScript notation, a key that is not a plain name quoted: `body.rules[0].priority`, `body.metadata["order.id"]`',
   401: 'No API key, or an unknown or expired one',
   403: 'The API key may not do this (permission, application type, session key, or a container rule)',
   404: 'Not found in the caller\'s tenant',
