@@ -7,7 +7,7 @@ export { ExpressionError } from './errors.ts';
 export type { Mode, Template, TokenReference } from './ast.ts';
 export type { Scope } from './params.ts';
 export { parseTemplate, MAX_SOURCE } from './parser.ts';
-export { render, evaluate, MAX_GROWTH } from './render.ts';
+export { render, evaluate, parsedTemplate, MAX_GROWTH } from './render.ts';
 
 import type { Template, TokenReference } from './ast.ts';
 

@@ -27,12 +27,17 @@ export function render(t: Template, scope: Scope): unknown {
  */
 export const MAX_GROWTH = 4_194_304;
 
-// Parsed templates are immutable, and the same few (each token type's mask and fingerprint,
-// a proxy's or token's own) are evaluated on every write: parse each once. Bounded, oldest out.
+// Parsed templates are immutable, and the same few come back again and again: each token
+// type's mask and fingerprint on every write, the expressions of the tokens a caller
+// detokenizes repeatedly. Parse each once. Bounded, oldest out; a source longer than
+// MAX_CACHED_SOURCE is parsed every time, so the cache holds at most ~1000 × 2000 characters.
 const parsed = new Map<string, Template>();
 const MAX_PARSED = 1000;
+const MAX_CACHED_SOURCE = 2000;
 
-export function evaluate(source: string, mode: Mode, scope: Scope): unknown {
+/** parseTemplate, from the cache when the same source was parsed in the same mode before. */
+export function parsedTemplate(source: string, mode: Mode): Template {
+  if (typeof source !== 'string' || source.length > MAX_CACHED_SOURCE) return parseTemplate(source, mode);
   const key = `${mode}:${source}`;
   let template = parsed.get(key);
   if (template === undefined) {
@@ -40,7 +45,11 @@ export function evaluate(source: string, mode: Mode, scope: Scope): unknown {
     if (parsed.size >= MAX_PARSED) parsed.delete(parsed.keys().next().value!);
     parsed.set(key, template);
   }
-  return render(template, scope);
+  return template;
+}
+
+export function evaluate(source: string, mode: Mode, scope: Scope): unknown {
+  return render(parsedTemplate(source, mode), scope);
 }
 
 function output(t: Template, o: Output, scope: Scope, growth: { left: number }): unknown {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { evaluate, ExpressionError, isTemplate, parseTemplate, render, tokenReferences, type Scope } from '../../src/expressions/index.ts';
+import { evaluate, ExpressionError, isTemplate, parsedTemplate, parseTemplate, render, tokenReferences, type Scope } from '../../src/expressions/index.ts';
 
 const A = '3f6c1a8e-2d5e-4b43-9b7e-0c1c2f3d4e5f';
 const B = 'my-custom_id.1';
@@ -38,6 +38,29 @@ describe('tokenReferences', () => {
     tokenReferences(t).push({ id: 'x', form: 'data' });
     tokenReferences(t)[0].id = 'changed';
     assert.deepEqual(tokenReferences(t), [{ id: A, form: 'data' }]);
+  });
+});
+
+describe('parsedTemplate', () => {
+  it('parses a source once per mode and hands the same template back', () => {
+    const source = `{{ ${A} | json: '$.number' }}`;
+    const first = parsedTemplate(source, 'detokenize');
+    assert.equal(parsedTemplate(source, 'detokenize'), first);
+    assert.deepEqual(first, parseTemplate(source, 'detokenize'));
+    const inTemplateMode = parsedTemplate('{{ data.number | last4 }}', 'template');
+    assert.notEqual(parsedTemplate('{{ data.number | last4 }}', 'detokenize'), inTemplateMode);
+  });
+
+  it('parses a source over 2,000 characters every time, and renders it the same', () => {
+    const source = `${'x'.repeat(2000)}{{ ${A} | last4 }}`;
+    const first = parsedTemplate(source, 'detokenize');
+    assert.notEqual(parsedTemplate(source, 'detokenize'), first);
+    const scope: Scope = { tokens: new Map([[A, { data: '4242424242424242', token: undefined }]]) };
+    assert.equal(render(parsedTemplate(source, 'detokenize'), scope), `${'x'.repeat(2000)}4242`);
+  });
+
+  it('keeps nothing of a source that does not parse: each call fails the same way', () => {
+    for (let i = 0; i < 2; i++) assert.throws(() => parsedTemplate(`{{ ${A} | no_such_filter }}`, 'detokenize'), ExpressionError);
   });
 });
 

@@ -1,6 +1,6 @@
 import type { Principal } from '../../access/principal.ts';
 import type { Item } from '../../db/group-commit.ts';
-import { ExpressionError, isTemplate, MAX_GROWTH, parseTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
+import { ExpressionError, isTemplate, MAX_GROWTH, parsedTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
 import { placePath, type Place } from '../../http/field-path.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
@@ -33,7 +33,7 @@ export function createDetokenizeService(deps: {
     if (typeof node === 'string') {
       if (!isTemplate(node)) return;
       try {
-        found.push({ place, template: parseTemplate(node, 'detokenize') });
+        found.push({ place, template: parsedTemplate(node, 'detokenize') });
       } catch (err) {
         if (err instanceof ExpressionError) throw ApiError.field(placePath(root, place), `invalid detokenization expression: ${err.message}`);
         throw err;
