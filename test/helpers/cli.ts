@@ -11,6 +11,18 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, LOG_LEVEL: 'info', ...env };
 }
 
+/**
+ * Adds a child's log lines to the final scan for leaked secrets. One-shot commands log to
+ * stderr and `serve` to stdout, both as JSON lines; the text around them (usage, a first
+ * start's management key, shown on purpose once) is output, not log.
+ */
+function keepLogLines(name: string, text: string): void {
+  const logDir = process.env.COFFER_TEST_LOG_DIR;
+  if (!logDir) return;
+  const lines = text.split('\n').filter((line) => line.startsWith('{'));
+  if (lines.length) fs.writeFileSync(path.join(logDir, `${name}.log`), `${lines.join('\n')}\n`);
+}
+
 /** Runs `coffer <args>` to completion. */
 export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -20,7 +32,10 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => {
+      keepLogLines(`cli-${args[0] ?? 'none'}-${child.pid}`, stderr);
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 
@@ -46,6 +61,7 @@ export function serve(env: Record<string, string>, args: string[] = []): Promise
       // The child's log stream joins the others in the final scan for leaked secrets.
       const logDir = process.env.COFFER_TEST_LOG_DIR;
       if (logDir) fs.writeFileSync(path.join(logDir, `serve-${child.pid}.log`), stdout);
+      keepLogLines(`serve-${child.pid}-stderr`, stderr);
       r(code);
     }),
   );

@@ -27,7 +27,7 @@ export function scanLogs(dir: string, expectLogs: boolean): number {
       }
     }
   }
-  process.stdout.write(`log scan: ${lines} lines from ${logs.length} servers checked for ${secrets.size} secrets, ${leaks} leaks\n`);
+  process.stdout.write(`log scan: ${lines} lines from ${logs.length} log files (servers and CLI runs) checked for ${secrets.size} secrets, ${leaks} leaks\n`);
   if (expectLogs && (lines === 0 || secrets.size === 0)) {
     process.stderr.write('log scan saw no log lines or no secrets: the scan itself is broken\n');
     return leaks + 1;
