@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { describe, it } from 'node:test';
-import type { Database } from '../../src/db/database.ts';
+import { planWithoutSeqScan } from '../helpers/plan.ts';
 import { suiteDatabase } from '../helpers/server.ts';
 
 /**
@@ -10,20 +10,6 @@ import { suiteDatabase } from '../helpers/server.ts';
  */
 describe('db: the indexes', () => {
   const fresh = suiteDatabase(2);
-
-  /** The plan of `sql` with sequential scans ruled out, so a statement no index serves shows a Seq Scan anyway. */
-  async function plan(db: Database, sql: string, params: unknown[]): Promise<string> {
-    const client = await db.pool.connect();
-    try {
-      await client.query('BEGIN');
-      await client.query('SET LOCAL enable_seqscan = off');
-      const rows = (await client.query(`EXPLAIN ${sql}`, params)).rows as { 'QUERY PLAN': string }[];
-      return rows.map((r) => r['QUERY PLAN']).join('\n');
-    } finally {
-      await client.query('ROLLBACK');
-      client.release();
-    }
-  }
 
   it('holds no two indexes with the same definition', async () => {
     const rows = await fresh.db.query<{ indexes: string[] }>(
@@ -57,9 +43,9 @@ describe('db: the indexes', () => {
   });
 
   it('still sweeps events and webhook deliveries through an index', async () => {
-    const events = await plan(fresh.db, `SELECT id FROM events WHERE id < $1 LIMIT 5000`, ['01900000-0000-7000-8000-000000000000']);
+    const events = await planWithoutSeqScan(fresh.db, `SELECT id FROM events WHERE id < $1 LIMIT 5000`, ['01900000-0000-7000-8000-000000000000']);
     assert.match(events, /Index (Only )?Scan (using|on) events_pkey/);
-    const deliveries = await plan(fresh.db, `SELECT id FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) LIMIT 5000`, [7]);
+    const deliveries = await planWithoutSeqScan(fresh.db, `SELECT id FROM webhook_deliveries WHERE created_at < now() - make_interval(days => $1) LIMIT 5000`, [7]);
     assert.match(deliveries, /Index (Only )?Scan (using|on) webhook_deliveries_created/);
   });
 
@@ -68,7 +54,7 @@ describe('db: the indexes', () => {
     assert.equal(key.def, 'PRIMARY KEY (tenant_id, id)');
     const names = (await fresh.db.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'audit_events' ORDER BY 1`)).map((r) => r.indexname);
     assert.deepEqual(names, ['audit_events_entity', 'audit_events_pkey']);
-    const listing = await plan(fresh.db, `SELECT id FROM audit_events WHERE tenant_id = $1 AND id < $2 ORDER BY id DESC LIMIT 11`, [
+    const listing = await planWithoutSeqScan(fresh.db, `SELECT id FROM audit_events WHERE tenant_id = $1 AND id < $2 ORDER BY id DESC LIMIT 11`, [
       '00000000-0000-4000-8000-000000000001',
       '01900000-0000-7000-8000-000000000000',
     ]);

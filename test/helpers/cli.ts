@@ -17,10 +17,14 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
  * start's management key, shown on purpose once) is output, not log.
  */
 function keepLogLines(name: string, text: string): void {
-  const logDir = process.env.COFFER_TEST_LOG_DIR;
-  if (!logDir) return;
   const lines = text.split('\n').filter((line) => line.startsWith('{'));
-  if (lines.length) fs.writeFileSync(path.join(logDir, `${name}.log`), `${lines.join('\n')}\n`);
+  if (lines.length) keepLog(name, `${lines.join('\n')}\n`);
+}
+
+/** Adds `text`, all of it log, to the final scan. */
+function keepLog(name: string, text: string): void {
+  const logDir = process.env.COFFER_TEST_LOG_DIR;
+  if (logDir) fs.writeFileSync(path.join(logDir, `${name}.log`), text);
 }
 
 /** Runs `coffer <args>` to completion. */
@@ -59,8 +63,7 @@ export function serve(env: Record<string, string>, args: string[] = []): Promise
     child.on('close', (code) => {
       children.delete(child);
       // The child's log stream joins the others in the final scan for leaked secrets.
-      const logDir = process.env.COFFER_TEST_LOG_DIR;
-      if (logDir) fs.writeFileSync(path.join(logDir, `serve-${child.pid}.log`), stdout);
+      keepLog(`serve-${child.pid}`, stdout);
       keepLogLines(`serve-${child.pid}-stderr`, stderr);
       r(code);
     }),

@@ -11,6 +11,7 @@ import { createLogger } from '../../src/logger.ts';
 import { parseSearchQuery } from '../../src/search/query.ts';
 import { LocalKeyring } from '../../src/vault/keyring.ts';
 import { Vault } from '../../src/vault/tenant-keys.ts';
+import { planWithoutSeqScan } from '../helpers/plan.ts';
 import { createTestDatabase, suiteDatabase } from '../helpers/server.ts';
 
 const log = createLogger('silent');
@@ -18,16 +19,7 @@ const log = createLogger('silent');
 /** The plan of a token search, with no sequential scan to fall back on: a condition no index serves shows as one anyway. */
 async function searchPlan(db: Database, query: string): Promise<string> {
   const c = searchCondition(parseSearchQuery(query));
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL enable_seqscan = off');
-    const rows = (await client.query(`EXPLAIN SELECT id FROM tokens WHERE ${c.sql}`, c.params)).rows as { 'QUERY PLAN': string }[];
-    return rows.map((r) => r['QUERY PLAN']).join('\n');
-  } finally {
-    await client.query('ROLLBACK');
-    client.release();
-  }
+  return planWithoutSeqScan(db, `SELECT id FROM tokens WHERE ${c.sql}`, c.params);
 }
 
 /** The definitions of the tokens table's indexes, by name. */
