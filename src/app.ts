@@ -48,8 +48,11 @@ export type Services = ReturnType<typeof createServices>;
 /** The composition root: every service, wired once per process. */
 export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger }) {
   const { config, db, notifier, log } = deps;
+  // Metrics exist only when an operator can read them (METRICS_TOKEN); the job kinds are those handled below.
+  const metrics = config.metricsToken ? new Metrics({ db, log, jobKinds: () => Object.keys(jobHandlers) }) : undefined;
   // Writes that need no transaction of their own, from concurrent requests, commit together.
-  const groupCommit = new GroupCommit(db);
+  const groupCommit = new GroupCommit(db, { observe: metrics?.observeGroupCommit });
+  metrics?.watchGroupCommit(groupCommit);
   const logs = createLogService({ db, groupCommit });
   const vault = new Vault(db, loadKeyring(config.cofferKeys, config.dataDir, log));
   // The one guarded client for every outbound call (webhooks, proxies, reactor fetch); closed by main.
@@ -71,8 +74,6 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     config.authCacheSeconds,
   );
   notifier.onInvalidate(() => authenticator.invalidate());
-  // Metrics exist only when an operator can read them (METRICS_TOKEN); the job kinds are those handled below.
-  const metrics = config.metricsToken ? new Metrics({ db, log, jobKinds: () => Object.keys(jobHandlers) }) : undefined;
   // The one sandbox for user code (reactors, proxy transforms): isolates are kept warm per tenant and code version.
   // Its observer counts every run, whoever asked for it.
   const sandbox = new Sandbox({ maxWarmBytes: config.sandboxWarmMemoryMb * 1024 * 1024, onRun: metrics?.observeRun });

@@ -64,6 +64,11 @@ export class Coalescer<In, Out> {
     this.opts = opts;
   }
 
+  /** Items waiting for a batch (those of the batches running not counted). */
+  get queued(): number {
+    return this.queue.length;
+  }
+
   submit(item: In): Promise<Out> {
     const weight = this.opts.weigh?.(item) ?? 0;
     const maxQueued = this.opts.maxQueued ?? 16 * this.opts.maxBatch * this.opts.maxInFlight;

@@ -44,19 +44,29 @@ export type Item = { table: string; row: unknown };
 
 type Registered = { name: string; cte: string; spec: TableSpec<unknown, unknown> };
 
+/**
+ * Told of every group-commit statement once it has answered: how many writes it carried,
+ * the seconds from its dispatch until its answer was read (waiting for a pool connection,
+ * the database, and the event loop getting to the answer), and whether it succeeded. A
+ * failed statement's writes are retried in smaller statements, each reported on its own.
+ */
+export type StatementObserver = (statement: { writes: number; seconds: number; ok: boolean }) => void;
+
 export class GroupCommit {
   private readonly db: Database;
   /** Their INSERTs appear in registration order. */
   private readonly tables: Registered[] = [];
   private readonly coalescer: Coalescer<Item[], unknown[]>;
 
-  constructor(db: Database, opts: { maxBatch?: number; maxInFlight?: number; maxBatchBytes?: number } = {}) {
+  constructor(db: Database, opts: { maxBatch?: number; maxInFlight?: number; maxBatchBytes?: number; observe?: StatementObserver } = {}) {
     this.db = db;
+    const observe = opts.observe;
     // One statement at a time: under load the writes that arrive while it runs make the next,
     // larger batch (fewer statements and WAL flushes per row), and concurrent batches would only
     // contend for the same index pages and WAL insertion locks. The next batch is sent the
     // moment one returns (src/db/coalescer.ts), so the database does not wait on Coffer.
-    this.coalescer = new Coalescer<Item[], unknown[]>((writes) => this.db.withoutAmbient(() => this.run(writes)), {
+    const runBatch = (writes: Item[][]) => this.db.withoutAmbient(() => this.run(writes));
+    this.coalescer = new Coalescer<Item[], unknown[]>(observe ? (writes) => observed(observe, writes.length, () => runBatch(writes)) : runBatch, {
       maxBatch: opts.maxBatch ?? 256,
       maxInFlight: opts.maxInFlight ?? 1,
       // A token may hold 1 MiB: 256 of them would make a statement of ~350 MB, more than a
@@ -71,6 +81,11 @@ export class GroupCommit {
       isolateFailures: true,
       isolable: rejectedByDatabase,
     });
+  }
+
+  /** Writes waiting for the next statement (the one in flight not counted). */
+  get queuedWrites(): number {
+    return this.coalescer.queued;
   }
 
   table<Row, Out = void>(name: string, spec: TableSpec<Row, Out>): Table<Row> {
@@ -128,6 +143,22 @@ export class GroupCommit {
       answering.at.forEach(([w, i], k) => (outs[w][i] = results[k]));
     }
     return outs;
+  }
+}
+
+/** Runs one batch's statement and reports it to the observer, whatever its outcome. */
+async function observed<T>(observe: StatementObserver, writes: number, run: () => Promise<T>): Promise<T> {
+  const started = performance.now();
+  let ok = false;
+  try {
+    const result = await run();
+    ok = true;
+    return result;
+  } finally {
+    // Only a measurement: it must never turn a statement's outcome (a commit, say) into an error.
+    try {
+      observe({ writes, seconds: (performance.now() - started) / 1000, ok });
+    } catch {}
   }
 }
 

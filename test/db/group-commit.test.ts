@@ -159,6 +159,54 @@ describe('GroupCommit', () => {
     await db.query(`DELETE FROM notes WHERE id = ANY($1)`, [ids]);
   });
 
+  it('reports each statement to its observer: the writes it carried, its time and its outcome, retries included', async () => {
+    const seen: { writes: number; seconds: number; ok: boolean }[] = [];
+    const own = new GroupCommit(db, { observe: (statement) => seen.push(statement) });
+    const ownNotes = own.table<{ id: string; body: string }>('notes', {
+      insert: (rows) => ({ sql: `INSERT INTO notes (id, body) SELECT * FROM unnest($1::text[], $2::text[])`, params: [rows.map((r) => r.id), rows.map((r) => r.body)] }),
+    });
+    await Promise.all(Array.from({ length: 6 }, () => own.write([ownNotes.of({ id: randomUUID(), body: 'fine' })])));
+    assert.deepEqual(seen.map((s) => [s.writes, s.ok]), [[6, true]], 'six concurrent writes, one statement');
+    assert.ok(seen[0].seconds > 0 && seen[0].seconds < 10, `a time in seconds (${seen[0].seconds})`);
+
+    // One bad write among four: the statement fails, then its halves are retried down to the bad write alone.
+    seen.length = 0;
+    const bodies = ['fine', 'fine', 'bad', 'fine'];
+    const settled = await Promise.allSettled(bodies.map((body) => own.write([ownNotes.of({ id: randomUUID(), body })])));
+    assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    assert.deepEqual(seen.map((s) => [s.writes, s.ok]), [[4, false], [2, true], [2, false], [1, false], [1, true]]);
+    // Writes in a transaction are not group commits: nothing to report.
+    seen.length = 0;
+    await db.transaction((tx) => own.write([ownNotes.of({ id: randomUUID(), body: 'fine' })], tx));
+    assert.deepEqual(seen, []);
+  });
+
+  it('an observer that throws changes no outcome', async () => {
+    const own = new GroupCommit(db, { observe: () => { throw new Error('observer failed'); } });
+    const ownTags = own.table<{ note_id: string; tag: string }>('tags', {
+      insert: (rows) => ({ sql: `INSERT INTO tags SELECT * FROM unnest($1::text[], $2::text[])`, params: [rows.map((r) => r.note_id), rows.map((r) => r.tag)] }),
+    });
+    const id = randomUUID();
+    await own.write([ownTags.of({ note_id: id, tag: 'observed' })]);
+    assert.equal(await count(`SELECT count(*) AS n FROM tags WHERE note_id = $1`, [id]), 1);
+  });
+
+  it('counts the writes waiting for the next statement while one is in flight', async () => {
+    const own = new GroupCommit(db);
+    const slow = own.table<{ note_id: string }>('tags', {
+      insert: (rows) => ({ sql: `INSERT INTO tags SELECT note_id, 'queued' FROM unnest($1::text[]) AS t (note_id), pg_sleep(0.2)`, params: [rows.map((r) => r.note_id)] }),
+    });
+    const first = own.write([slow.of({ note_id: randomUUID() })]);
+    assert.equal(own.queuedWrites, 1, 'waiting for the end of this turn of the event loop');
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(own.queuedWrites, 0, 'the first statement is in flight');
+    const later = [own.write([slow.of({ note_id: randomUUID() })]), own.write([slow.of({ note_id: randomUUID() })])];
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(own.queuedWrites, 2, 'they wait for the statement in flight');
+    await Promise.all([first, ...later]);
+    assert.equal(own.queuedWrites, 0);
+  });
+
   it('inside an ambient transaction a write joins it, and rolls back with it', async () => {
     const id = randomUUID();
     await assert.rejects(db.transaction(async () => {

@@ -129,6 +129,32 @@ describe('GET /metrics', () => {
     assert.ok(total >= 1 && total <= 10 && idle <= total, `total ${total}, idle ${idle}`);
     assert.equal(valueOf(samples, 'coffer_db_pool_waiting_requests'), 0);
   });
+
+  it('reports the group commit: writes per statement, statement times by outcome, writes waiting', async () => {
+    const figures = async () => {
+      const { samples } = await scrape(`${server.url}/metrics`);
+      return {
+        writes: valueOf(samples, 'coffer_db_group_commit_writes_sum') ?? 0,
+        statements: valueOf(samples, 'coffer_db_group_commit_writes_count') ?? 0,
+        timed: valueOf(samples, 'coffer_db_group_commit_duration_seconds_count', { outcome: 'ok' }) ?? 0,
+        seconds: valueOf(samples, 'coffer_db_group_commit_duration_seconds_sum', { outcome: 'ok' }) ?? 0,
+        queued: valueOf(samples, 'coffer_db_group_commit_queued_writes'),
+      };
+    };
+    const writer = (await createApplication(server, { name: 'writer', type: 'private', permissions: ['token:create'] })).key;
+    const before = await figures();
+    const card = { type: 'card', data: { number: '4242424242424242', expiration_month: 12, expiration_year: 2099 } };
+    const created = await Promise.all(Array.from({ length: 8 }, () => call(server, 'POST', '/tokens', { key: writer, body: card })));
+    assert.deepEqual(created.map((r) => r.status), Array(8).fill(201));
+    const after = await figures();
+    // Each create is one group-committed write: its token, audit entry and event together.
+    assert.equal(after.writes - before.writes, 8);
+    const statements = after.statements - before.statements;
+    assert.ok(statements >= 1 && statements <= 8, `${statements} statements`);
+    assert.equal(after.timed - before.timed, statements, 'every statement timed, and all succeeded');
+    assert.ok(after.seconds > before.seconds);
+    assert.equal(after.queued, 0, 'nothing waits once every write has been answered');
+  });
 });
 
 describe('METRICS_PORT', () => {
