@@ -30,6 +30,11 @@ describe('WEBHOOK_RETRY_SCHEDULE', () => {
 const WHOLE_NUMBERS = [
   // 0 turns the statement limit off.
   { name: 'DATABASE_STATEMENT_TIMEOUT_MS', field: 'databaseStatementTimeoutMs', byDefault: 30_000, taken: [0, 5000], bad: ['-1', '3600001', 'abc', '1.5'], message: /DATABASE_STATEMENT_TIMEOUT_MS/ },
+  // The Detokenize Limit of a tenant without a quota of its own: expressions per request.
+  {
+    name: 'DETOKENIZE_LIMIT', field: 'detokenizeLimit', byDefault: 100, taken: [1, 10_000], bad: ['0', '10001', 'abc', '1.5'],
+    message: /DETOKENIZE_LIMIT must be a whole number from 1 to 10000/,
+  },
   // 0 keeps no idle isolate.
   {
     name: 'SANDBOX_WARM_MEMORY_MB', field: 'sandboxWarmMemoryMb', byDefault: 512, taken: [0, 2048], bad: ['-1', '1048577', '512MB', '1.5', 'abc'],

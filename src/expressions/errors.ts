@@ -10,6 +10,12 @@ export class ExpressionError extends Error {
   readonly expression: string;
   /** 0-based offset into `expression` in characters (code points), as in the message. */
   readonly position: number;
+  /**
+   * The `{{ … }}` tag the error is in, to name it in a message: detokenized strings hold text
+   * around their tags, which is the caller's and not the expression. The whole source when
+   * the error is in no tag; cut at TAG_SHOWN characters.
+   */
+  readonly tag: string;
 
   /** `index` is a UTF-16 index into `expression`, as the lexer and parser keep them. */
   constructor(detail: string, expression: string, index: number) {
@@ -20,7 +26,18 @@ export class ExpressionError extends Error {
     this.name = 'ExpressionError';
     this.expression = expression;
     this.position = position;
+    this.tag = tagAround(expression, index);
   }
+}
+
+const TAG_SHOWN = 200;
+
+function tagAround(source: string, index: number): string {
+  const open = source.lastIndexOf('{{', Math.max(0, index));
+  const close = open < 0 ? -1 : source.indexOf('}}', open + 2);
+  const tag = open < 0 ? source : source.slice(open, close < 0 ? source.length : close + 2);
+  // By characters, so a cut never splits one outside the BMP into half a surrogate pair.
+  return tag.length <= TAG_SHOWN ? tag : `${[...tag].slice(0, TAG_SHOWN).join('')}…`;
 }
 
 /**

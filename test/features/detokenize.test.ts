@@ -267,21 +267,27 @@ describe('POST /detokenize', () => {
       assert.equal('data' in whole.t, false);
     });
 
-    it('a malformed expression is 400 naming the field path', async () => {
-      const rows: [body: unknown, field: string][] = [
-        [{ a: { b: `{{ ${ssn}` } }, 'body.a.b'],
-        [{ a: { b: `{{ ${ssn} | no_such_filter }}` } }, 'body.a.b'],
-        [{ list: ['ok', { x: '{{ }}' }] }, 'body.list[1].x'],
-        [{ a: `{{ ${ssn} | json: }}` }, 'body.a'],
-        [{ a: `{{ ${ssn} | json: data.x }}` }, 'body.a'],
-        [{ a: '{{ not an id }}' }, 'body.a'],
-        ['{{', 'body'],
+    it('a malformed expression is 400 naming the field path and the expression', async () => {
+      const long = `{{ ${ssn} | ${'x'.repeat(300)} | }}`;
+      const rows: [body: unknown, field: string, tag: string][] = [
+        [{ a: { b: `{{ ${ssn}` } }, 'body.a.b', `{{ ${ssn}`],
+        [{ a: { b: `{{ ${ssn} | no_such_filter }}` } }, 'body.a.b', `{{ ${ssn} | no_such_filter }}`],
+        [{ list: ['ok', { x: '{{ }}' }] }, 'body.list[1].x', '{{ }}'],
+        [{ a: `{{ ${ssn} | json: }}` }, 'body.a', `{{ ${ssn} | json: }}`],
+        [{ a: `{{ ${ssn} | json: data.x }}` }, 'body.a', `{{ ${ssn} | json: data.x }}`],
+        [{ a: '{{ not an id }}' }, 'body.a', '{{ not an id }}'],
+        ['{{', 'body', '{{'],
+        // In text, only the tag at fault: not the text around it, nor the other tags.
+        [{ a: `Dear {{ ${ssn} }}, private note {{ ${ssn} | nope }} end` }, 'body.a', `{{ ${ssn} | nope }}`],
+        // A long one is cut.
+        [{ a: long }, 'body.a', `${long.slice(0, 200)}…`],
       ];
-      for (const [body, field] of rows) {
+      for (const [body, field, tag] of rows) {
         const res = await detokenize(body);
         problem(res, 400);
         assert.deepEqual(Object.keys(res.body.errors ?? {}), [field], `${JSON.stringify(body)}: ${res.text}`);
-        assert.match(res.body.errors[field][0], /detokenization expression/);
+        assert.equal(res.body.errors[field][0].startsWith(`invalid detokenization expression "${tag}": `), true, res.text);
+        assert.ok(!res.text.includes('private note') && !res.text.includes('Dear'));
       }
     });
 
@@ -301,7 +307,7 @@ describe('POST /detokenize', () => {
         const res = await detokenize(body);
         problem(res, 400);
         assert.deepEqual(Object.keys(res.body.errors ?? {}), [field], `${JSON.stringify(body)}: ${res.text}`);
-        assert.match(res.body.errors[field][0], /^invalid detokenization expression/);
+        assert.equal(res.body.errors[field][0].startsWith('invalid detokenization expression "{{ }}": '), true, res.text);
       }
       const unknown = await detokenize({ 'a.b': '{{ gone }}', a: { b: '{{ gone }}' }, '': '{{ token: gone }}' });
       problem(unknown, 400);
@@ -324,11 +330,13 @@ describe('POST /detokenize', () => {
     });
 
     it('a filter that fails on the data is 400 naming the field path, without the data', async () => {
-      const res = await detokenize({ a: { b: `{{ ${card} | json: '$.number' | to_boolean }}` } });
+      const tag = `{{ ${card} | json: '$.number' | to_boolean }}`;
+      const res = await detokenize({ a: { b: `Card ${PAN.slice(0, 4)} on file: ${tag}, thanks` } });
       problem(res, 400);
       assert.deepEqual(Object.keys(res.body.errors), ['body.a.b']);
-      assert.match(res.body.errors['body.a.b'][0], /^detokenization failed: /);
-      assert.ok(!res.text.includes(PAN));
+      // The message names the failing tag, not the text around it, nor the data.
+      assert.equal(res.body.errors['body.a.b'][0].startsWith(`detokenization failed in "${tag}": `), true, res.text);
+      assert.ok(!res.text.includes('on file') && !res.text.includes(PAN));
     });
 
     it(`more expressions than DETOKENIZE_LIMIT (${LIMIT}) is 400 with a clear message; exactly the limit is fine`, async () => {
@@ -353,7 +361,8 @@ describe('POST /detokenize', () => {
       const res = await detokenize({ a: grow, b: [grow] });
       problem(res, 400);
       assert.deepEqual(Object.keys(res.body.errors), ['body.b[0]']);
-      assert.match(res.body.errors['body.b[0]'][0], /^detokenization failed: to_base16 makes the value too long: filters may add at most 4194304 characters in all at \d+$/);
+      assert.equal(res.body.errors['body.b[0]'][0].startsWith(`detokenization failed in "${grow}": to_base16 makes the value too long: `), true, res.text);
+      assert.match(res.body.errors['body.b[0]'][0], /filters may add at most 4194304 characters in all at \d+$/);
       // A chain that would double its way past any memory fails alike.
       problem(await detokenize({ a: `{{ ${num}${' | to_base16'.repeat(40)} }}` }), 400);
     });

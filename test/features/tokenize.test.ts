@@ -109,6 +109,7 @@ describe('POST /tokenize', () => {
     const cases: [unknown, string][] = [
       [{ a: { b: [{ type: 'token', data: 'x', containers: 'not-a-list' }] } }, 'body.a.b[0].containers'],
       [{ a: { type: 'token', data: 'x', metadata: { n: 1 } } }, 'body.a.metadata.n'],
+      [{ a: { type: 'token', data: 'x', metadata: { note: 'v'.repeat(501) } } }, 'body.a.metadata.note'],
       [{ a: { type: 'token', data: 'x', id: 'bad id' } }, 'body.a.id'],
       [{ a: { type: 'token', data: 'x', containers: ['pci/'] } }, 'body.a.containers[0]'],
       [{ a: { type: 'token', data: 'x', mask: '{{ data | nope }}' } }, 'body.a.mask'],

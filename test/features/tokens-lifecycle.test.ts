@@ -126,6 +126,7 @@ describe('token lifecycle', () => {
         [{ metadata: { n: 5 } }, 'body.metadata.n'],
         [{ metadata: { '': 'v' } }, 'body.metadata'],
         [{ metadata: { ['k'.repeat(101)]: null } }, 'body.metadata'],
+        [{ metadata: { note: 'v'.repeat(501) } }, 'body.metadata.note'],
         [{ mask: '{{ data.number | nope }}' }, 'body.mask'],
         [{ expires_at: new Date(Date.now() - 1000).toISOString() }, 'body.expires_at'],
         [{ expires_at: '9999-12-31T23:59:59-23:59' }, 'body.expires_at'],

@@ -379,6 +379,9 @@ describe('POST /tokens', () => {
       assert.deepEqual(empty.body.errors['body.metadata'], ['has a key "" that must not be empty']);
       assertInvalid(await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(101)]: 'v' } }), 'body.metadata');
       assert.equal((await create({ type: 'token', data: 'x', metadata: { ['k'.repeat(100)]: 'v' } })).status, 201);
+      // Values of up to 500 characters.
+      assertInvalid(await create({ type: 'token', data: 'x', metadata: { note: 'v'.repeat(501) } }), 'body.metadata.note');
+      assert.equal((await create({ type: 'token', data: 'x', metadata: { note: 'v'.repeat(500) } })).status, 201);
     });
 
     it('a metadata key that is not a plain name is quoted in the field path', async () => {
@@ -484,11 +487,20 @@ describe('POST /tokens', () => {
 
     it('a bad expression is a 400 naming the field that holds it', async () => {
       const base = { type: 'card', data: { number: VISA } };
-      assertInvalid(await create({ ...base, mask: '{{ data.number | no_such_filter }}' }), 'body.mask');
-      assertInvalid(await create({ ...base, mask: '{{ data.number' }), 'body.mask');
-      assertInvalid(await create({ ...base, mask: { number: '{{ data.number | reveal_last }}' } }), 'body.mask.number');
-      assertInvalid(await create({ ...base, fingerprint_expression: '{{ data.number | nope }}' }), 'body.fingerprint_expression');
-      assertInvalid(await create({ ...base, search_indexes: ['{{ data.number | last4 }}', '{{ | }}'] }), 'body.search_indexes[1]');
+      /** The error on `field` quotes the expression. */
+      const names = (res: { body: any; text: string }, field: string, source: string) =>
+        assert.equal(res.body.errors[field][0].startsWith(`invalid expression "${source}": `), true, res.text);
+      for (const [body, field, source] of [
+        [{ mask: '{{ data.number | no_such_filter }}' }, 'body.mask', '{{ data.number | no_such_filter }}'],
+        [{ mask: '{{ data.number' }, 'body.mask', '{{ data.number'],
+        [{ mask: { number: '{{ data.number | reveal_last }}' } }, 'body.mask.number', '{{ data.number | reveal_last }}'],
+        [{ fingerprint_expression: '{{ data.number | nope }}' }, 'body.fingerprint_expression', '{{ data.number | nope }}'],
+        [{ search_indexes: ['{{ data.number | last4 }}', '{{ | }}'] }, 'body.search_indexes[1]', '{{ | }}'],
+      ] as [Record<string, unknown>, string, string][]) {
+        const res = await create({ ...base, ...body });
+        assertInvalid(res, field);
+        names(res, field, source);
+      }
       // A filter that cannot handle the value it gets fails the same way, never a 500.
       assertInvalid(await create({ type: 'token', data: { a: 1 }, mask: '{{ data | card_bin }}' }), 'body.mask');
       // The message names the expression but never the data it was evaluated on.

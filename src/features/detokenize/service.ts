@@ -35,7 +35,7 @@ export function createDetokenizeService(deps: {
       try {
         found.push({ place, template: parsedTemplate(node, 'detokenize') });
       } catch (err) {
-        if (err instanceof ExpressionError) throw ApiError.field(placePath(root, place), `invalid detokenization expression: ${err.message}`);
+        if (err instanceof ExpressionError) throw ApiError.field(placePath(root, place), `invalid detokenization expression "${err.tag}": ${err.message}`);
         throw err;
       }
       return;
@@ -100,7 +100,7 @@ export function createDetokenizeService(deps: {
           try {
             return render(template, scope);
           } catch (err) {
-            if (err instanceof ExpressionError) throw ApiError.field(placePath(at, place), `detokenization failed: ${err.message}`);
+            if (err instanceof ExpressionError) throw ApiError.field(placePath(at, place), `detokenization failed in "${err.tag}": ${err.message}`);
             throw err;
           }
         }
