@@ -5,13 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { pino } from 'pino';
-import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/logger.ts';
-import { start, type Running } from '../../src/main.ts';
+import type { Running } from '../../src/main.ts';
 import { runCli } from '../helpers/cli.ts';
 import { call, createApplication } from '../helpers/http.ts';
-import { createTestDatabase, rememberSecret } from '../helpers/server.ts';
+import { createTestDatabase, rememberSecret, startOnDatabase } from '../helpers/server.ts';
 
 /**
  * `coffer rotate-keys` on a database whose tenant keys are wrapped by more than one KEK
@@ -31,14 +28,8 @@ rememberSecret(kOld, kMid, kNew, PAN, SSN, PROXY_SECRET, REACTOR_SECRET);
 const reveal = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] }];
 const REACTOR_CODE = 'module.exports = async function (req) { return { raw: { ok: true } }; };';
 
-async function startOn(databaseUrl: string, cofferKeys: string, dataDir: string): Promise<Running> {
-  const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '5', WORKERS: '0', COFFER_KEYS: cofferKeys });
-  const logDir = process.env.COFFER_TEST_LOG_DIR;
-  const log = logDir
-    ? createLogger(config.logLevel, pino.destination({ dest: path.join(logDir, `${randomBytes(6).toString('hex')}.log`), sync: true }))
-    : createLogger('silent');
-  return start(config, log);
-}
+const startOn = (databaseUrl: string, cofferKeys: string, dataDir: string) =>
+  startOnDatabase(databaseUrl, { DATA_DIR: dataDir, WORKERS: '0', COFFER_KEYS: cofferKeys });
 
 type KeyRow = { id: string; tenant_id: string; kek_id: string; wrapped: Buffer };
 

@@ -77,16 +77,29 @@ export type TestServer = {
   stop(): Promise<void>;
 };
 
+/** A logger writing to a file of its own in the scanned log directory (silent outside test/run.ts). */
+function testLogger(config: Config) {
+  return logDir
+    ? createLogger(config.logLevel, pino.destination({ dest: path.join(logDir, `${randomBytes(6).toString('hex')}.log`), sync: true }))
+    : createLogger('silent');
+}
+
+/**
+ * A real Coffer server on a database the test keeps across restarts (startTestServer makes a
+ * fresh one each time), with `env` on top of the test defaults; logs go to the scanned log directory.
+ */
+export function startOnDatabase(databaseUrl: string, env: Record<string, string>): Promise<Running> {
+  const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '5', ...env });
+  return start(config, testLogger(config));
+}
+
 /** A real Coffer server on a free port and a fresh database; logs go to the scanned log directory. */
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const database = await createTestDatabase();
   // A DATA_DIR of its own: the generated key file must never be shared between servers or land in the repo.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-test-server-'));
   const config = loadConfig({ PORT: '0', DATABASE_URL: database.url, DATA_DIR: dataDir, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '10', ...env });
-  const log = logDir
-    ? createLogger(config.logLevel, pino.destination({ dest: path.join(logDir, `${randomBytes(6).toString('hex')}.log`), sync: true }))
-    : createLogger('silent');
-  const running = await start(config, log);
+  const running = await start(config, testLogger(config));
   const key = running.firstKey!.api_key;
   rememberSecret(key);
   return {

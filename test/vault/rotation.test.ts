@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { pino } from 'pino';
-import { loadConfig } from '../../src/config.ts';
-import { createLogger } from '../../src/logger.ts';
-import { start, type Running } from '../../src/main.ts';
+import type { Running } from '../../src/main.ts';
 import { runCli } from '../helpers/cli.ts';
 import { call, createApplication } from '../helpers/http.ts';
-import { createTestDatabase, rememberSecret } from '../helpers/server.ts';
+import { createTestDatabase, rememberSecret, startOnDatabase } from '../helpers/server.ts';
 
 const k1 = randomBytes(32).toString('base64');
 const k2 = randomBytes(32).toString('base64');
@@ -26,14 +22,7 @@ const year = new Date().getUTCFullYear() + 3;
  * startTestServer always makes a fresh database (and needs a first-start key), so the
  * restarts here are built with start() on one database kept across them.
  */
-async function startOn(databaseUrl: string, cofferKeys: string): Promise<Running & { url: string }> {
-  const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '5', COFFER_KEYS: cofferKeys });
-  const logDir = process.env.COFFER_TEST_LOG_DIR;
-  const log = logDir
-    ? createLogger(config.logLevel, pino.destination({ dest: path.join(logDir, `${randomBytes(6).toString('hex')}.log`), sync: true }))
-    : createLogger('silent');
-  return start(config, log);
-}
+const startOn = (databaseUrl: string, cofferKeys: string) => startOnDatabase(databaseUrl, { COFFER_KEYS: cofferKeys });
 
 type KeyRow = { id: string; tenant_id: string; purpose: string; kek_id: string; wrapped: Buffer; rewrapped_at: Date | null };
 
