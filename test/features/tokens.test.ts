@@ -639,6 +639,34 @@ describe('POST /tokens', () => {
       assert.deepEqual(res.body.containers, ['/general/cards/']);
     });
 
+    it('a session whose rules reach tokens by id learns nothing of a duplicate it may not create: it gets a token of its own', async () => {
+      const MASTERCARD_DEBIT = '5200828282828210';
+      rememberSecret(MASTERCARD_DEBIT);
+      const victim = await created({ type: 'card_number', data: MASTERCARD_DEBIT, containers: ['/pci/high/'], deduplicate_token: true }, reveal);
+      // Session rules may grant by id alone, whatever the container.
+      const publicKey = (await createApplication(server, { name: 'browser', type: 'public', permissions: ['token:create'] })).key;
+      const authorizer = (await createApplication(server, { name: 'authorizer', type: 'private', permissions: ['session:authorize'] })).key;
+      const session = await call(server, 'POST', '/sessions', { key: publicKey });
+      assert.equal(session.status, 201, session.text);
+      const rules = [{ priority: 1, conditions: [{ attribute: 'id', operator: 'starts_with', value: 'cust-42-' }], transform: 'reveal', permissions: ['token:create', 'token:read'] }];
+      const authorized = await call(server, 'POST', '/sessions/authorize', { key: authorizer, body: { nonce: session.body.nonce, rules } });
+      assert.equal(authorized.status, 204, authorized.text);
+      const sessionKey = session.body.session_key;
+      rememberSecret(sessionKey);
+      assert.equal((await call(server, 'GET', `/tokens/${victim.id}`, { key: sessionKey })).status, 403);
+
+      // The same value in the same container: before, a 409 named the victim's id.
+      for (const [id, data] of [['cust-42-1', MASTERCARD_DEBIT], ['cust-42-2', '4242424242424242']]) {
+        const res = await create({ id, type: 'card_number', data, containers: ['/pci/high/'], deduplicate_token: true }, sessionKey);
+        assert.equal(res.status, 201, res.text);
+        assert.equal(res.body.id, id);
+        assert.ok(!res.text.includes(victim.id), res.text);
+      }
+      // The victim is untouched, and the new token is the session's own.
+      assert.equal((await call(server, 'GET', `/tokens/${victim.id}`, { key: reveal })).body.data, MASTERCARD_DEBIT);
+      assert.equal((await call(server, 'GET', '/tokens/cust-42-1', { key: sessionKey })).body.data, MASTERCARD_DEBIT);
+    });
+
     it('shows a found token no more than the key may read it: without token:read, only as a reference', async () => {
       const stored = await created(
         { type: 'card', data: { number: JCB, expiration_month: 7, expiration_year: YEAR, cvc: '321' }, metadata: { customer: 'c-77' }, deduplicate_token: true },

@@ -205,7 +205,10 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         { type: row.type, fingerprint: row.fingerprint, fingerprint_expression: row.fingerprint_expression, containers: row.containers },
         inTx(),
       );
-      if (existing) {
+      // Found, but not a token the caller may create, it is as good as absent: a 409 naming it,
+      // or a 403, would tell a key whose rules reach tokens by id (a session's conditions, which
+      // need not name containers) that the value exists in a container it cannot see, and its id.
+      if (existing && accessTo(principal, 'token:create', existing)) {
         // The caller named the token it wants: answering with another id would leave it looking up one that does not exist.
         if (input.id !== undefined && existing.id !== input.id) {
           throw ApiError.conflict(`A token with the same fingerprint already exists, with id "${existing.id}"; deduplicate_token returns it only to a create that names that id or none.`);
