@@ -254,6 +254,14 @@ describe('asynchronous reactor runs', () => {
       assertProblem(res, 413, /larger than 1048576 bytes/);
       assert.equal((await sql.query(`SELECT count(*)::int AS n FROM jobs WHERE payload->>'reactor_id' = $1`, [id])).rows[0].n, 0);
       assert.deepEqual(await eventsOf(id), []);
+      // Nothing used either: the token's data never left.
+      const uses = async (tokenId: string) =>
+        (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_type = 'token' AND entity_id = $1 AND operation = 'use'`, [tokenId])).rows[0].n;
+      assert.equal(await uses(big), 0);
+      // The control: an accepted call records its use with the job.
+      const small = await token({ type: 'token', data: 'y' });
+      await reactAsync(id, { args: { s: `{{ ${small} }}` } });
+      assert.equal(await uses(small), 1);
     });
 
     it('args that are not an object (nor null) are a 400 on body.args, and nothing is queued', async () => {

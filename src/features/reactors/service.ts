@@ -302,7 +302,10 @@ export function createReactorService(deps: {
   }
 
   async function accept(principal: Principal, reactor: Reactor, args: unknown, callbackUrl: string | undefined): Promise<string> {
-    const plain = await detokenizeArgs(principal, args);
+    // The uses are audited with the job that carries the data, not before: a call refused
+    // below (413) or failing to queue used nothing.
+    const uses: Item[] = [];
+    const plain = await detokenizeArgs(principal, args, uses);
     // Refused now, as a synchronous run would be, not when the job runs.
     if (Buffer.byteLength(JSON.stringify(plain ?? null), 'utf8') > DEFAULT_LIMITS.maxIoBytes) {
       throw new ApiError(413, `The arguments are larger than ${DEFAULT_LIMITS.maxIoBytes} bytes as JSON.`);
@@ -310,6 +313,7 @@ export function createReactorService(deps: {
     const requestId = uuidv4();
     const sealed = await vault.encrypt(principal.tenantId, argsAad(requestId), { args: plain });
     await db.transaction(async (tx) => {
+      await groupCommit.write(uses, tx);
       await insertPendingResult(db, principal.tenantId, { id: requestId, reactor_id: reactor.id }, tx);
       await enqueue(db, principal.tenantId, RUN_JOB, {
         reactor_id: reactor.id,
