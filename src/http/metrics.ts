@@ -82,33 +82,20 @@ export class Metrics {
       buckets: GROUP_COMMIT_BUCKETS,
       registers,
     });
-    const self = this;
-    new Gauge({
-      name: 'coffer_db_group_commit_queued_writes',
-      help: 'Writes waiting for the next group-commit statement.',
-      registers,
-      collect() {
-        this.set(self.queuedWrites());
-      },
-    });
-    new Gauge({
-      name: 'coffer_sandbox_warm_isolates',
-      help: 'Idle isolates kept warm for the next run.',
-      registers,
-      collect() {
-        this.set(self.warmIsolates());
-      },
-    });
+    /** A gauge whose value is read when scraped. */
+    const readGauge = (name: string, help: string, read: () => number) =>
+      new Gauge({ name, help, registers, collect() { this.set(read()); } });
+    readGauge('coffer_db_group_commit_queued_writes', 'Writes waiting for the next group-commit statement.', () => this.queuedWrites());
+    readGauge('coffer_sandbox_warm_isolates', 'Idle isolates kept warm for the next run.', () => this.warmIsolates());
 
     // Read before the queue gauges below, whose query would otherwise count itself as pool use.
-    const poolGauge = (name: string, help: string, read: () => number) =>
-      new Gauge({ name, help, registers, collect() { this.set(read()); } });
-    poolGauge('coffer_db_pool_connections', 'Connections open in the database pool.', () => db.pool.totalCount);
-    poolGauge('coffer_db_pool_idle_connections', 'Open pool connections not in use.', () => db.pool.idleCount);
-    poolGauge('coffer_db_pool_waiting_requests', 'Queries waiting for a pool connection.', () => db.pool.waitingCount);
-    poolGauge('coffer_db_pool_max_connections', 'Size limit of the pool (DATABASE_POOL_SIZE).', () => db.pool.options.max ?? 10);
+    readGauge('coffer_db_pool_connections', 'Connections open in the database pool.', () => db.pool.totalCount);
+    readGauge('coffer_db_pool_idle_connections', 'Open pool connections not in use.', () => db.pool.idleCount);
+    readGauge('coffer_db_pool_waiting_requests', 'Queries waiting for a pool connection.', () => db.pool.waitingCount);
+    readGauge('coffer_db_pool_max_connections', 'Size limit of the pool (DATABASE_POOL_SIZE).', () => db.pool.options.max ?? 10);
 
     // Every process sees the same queue, so the cluster view takes the largest figure, not the sum.
+    const self = this;
     const queueGauge = (name: string, help: string, statuses: QueueStats['status'][], pick: (s: QueueStats) => number) =>
       new Gauge({
         name,

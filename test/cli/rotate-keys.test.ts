@@ -4,11 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import type { Running } from '../../src/main.ts';
 import { runCli } from '../helpers/cli.ts';
 import { call, createApplication } from '../helpers/http.ts';
-import { createTestDatabase, rememberSecret, startOnDatabase } from '../helpers/server.ts';
+import { createTestDatabase, queryOnce, rememberSecret, startOnDatabase } from '../helpers/server.ts';
 
 /**
  * `coffer rotate-keys` on a database whose tenant keys are wrapped by more than one KEK
@@ -40,15 +39,7 @@ describe('coffer rotate-keys across several KEKs and tenants', () => {
   const a = { tenant: '', key: '', admin: '', token: '', proxy: '', reactor: '', webhook: '' };
   const b = { tenant: '', key: '', token: '' };
 
-  const keyRows = async (): Promise<KeyRow[]> => {
-    const c = new pg.Client({ connectionString: database.url });
-    await c.connect();
-    try {
-      return (await c.query('SELECT id, tenant_id, kek_id, wrapped FROM tenant_keys ORDER BY id')).rows;
-    } finally {
-      await c.end();
-    }
-  };
+  const keyRows = () => queryOnce<KeyRow>(database.url, 'SELECT id, tenant_id, kek_id, wrapped FROM tenant_keys ORDER BY id');
 
   before(async () => {
     database = await createTestDatabase();
@@ -169,15 +160,9 @@ describe('coffer rotate-keys across several KEKs and tenants', () => {
     assert.equal(reactor.status, 200, reactor.text);
     assert.deepEqual(reactor.body.configuration, { SECRET: REACTOR_SECRET });
     // A webhook's signing secret is never shown again; it opens as its deliveries open it.
-    const c = new pg.Client({ connectionString: database.url });
-    await c.connect();
-    try {
-      const row = (await c.query('SELECT secret_ciphertext, secret_key_id FROM webhooks WHERE id = $1', [a.webhook])).rows[0];
-      const secret = await running.services.vault.decrypt(a.tenant, `webhook:${a.webhook}`, row.secret_ciphertext, row.secret_key_id);
-      assert.equal(typeof secret, 'string');
-    } finally {
-      await c.end();
-    }
+    const [row] = await queryOnce(database.url, 'SELECT secret_ciphertext, secret_key_id FROM webhooks WHERE id = $1', [a.webhook]);
+    const secret = await running.services.vault.decrypt(a.tenant, `webhook:${a.webhook}`, row.secret_ciphertext, row.secret_key_id);
+    assert.equal(typeof secret, 'string');
   });
 
   it('with the key file of DATA_DIR as the keyring, it says so', async () => {

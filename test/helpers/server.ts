@@ -14,6 +14,17 @@ import { start, type Running } from '../../src/main.ts';
 const adminUrl = process.env.COFFER_TEST_ADMIN_URL;
 const logDir = process.env.COFFER_TEST_LOG_DIR;
 
+/** One statement on a connection of its own, closed after it: for a database no pool is open on. */
+export async function queryOnce<T extends pg.QueryResultRow = Record<string, any>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<T>(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
 /** A database of its own on the test PostgreSQL, dropped by the returned function. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   if (!adminUrl) throw new Error('run tests with `npm test` (test/run.ts provides the database)');

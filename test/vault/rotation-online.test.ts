@@ -10,7 +10,7 @@ import { LocalKeyring } from '../../src/vault/keyring.ts';
 import { Vault } from '../../src/vault/tenant-keys.ts';
 import { runCli } from '../helpers/cli.ts';
 import { call, createApplication } from '../helpers/http.ts';
-import { createTestDatabase, rememberSecret, startOnDatabase } from '../helpers/server.ts';
+import { createTestDatabase, queryOnce, rememberSecret, startOnDatabase } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
 
 /**
@@ -38,18 +38,8 @@ const startOn = (databaseUrl: string, cofferKeys: string) => startOnDatabase(dat
 
 type KeyRow = { id: string; tenant_id: string; purpose: string; kek_id: string; active: boolean; sealed: string; rewrapped_at: Date | null };
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
 const keyRows = (url: string): Promise<KeyRow[]> =>
-  withClient(url, async (c) => (await c.query('SELECT id, tenant_id, purpose, kek_id, active, sealed::text, rewrapped_at FROM tenant_keys ORDER BY id')).rows);
+  queryOnce<KeyRow>(url, 'SELECT id, tenant_id, purpose, kek_id, active, sealed::text, rewrapped_at FROM tenant_keys ORDER BY id');
 
 type Tenant = { key: string; tokens: { id: string; data: unknown }[] };
 
@@ -284,7 +274,7 @@ describe('rotate-keys online, and over retired data keys', () => {
       'the first data key retired, the new one active',
     );
     assert.ok(Number(data.find((r) => !r.active)!.sealed) >= 4, 'retired for its spent budget');
-    const tokenKeys = await withClient(database.url, async (c) => (await c.query('SELECT DISTINCT data_key_id FROM tokens')).rows.map((r) => r.data_key_id));
+    const tokenKeys = (await queryOnce(database.url, 'SELECT DISTINCT data_key_id FROM tokens')).map((r) => r.data_key_id);
     assert.deepEqual(tokenKeys, [retiring.id], 'the tokens are sealed under the retired key');
     assert.ok(before.every((r) => r.kek_id === 'old'));
 

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import type { Running } from '../../src/main.ts';
 import { runCli } from '../helpers/cli.ts';
 import { call, createApplication } from '../helpers/http.ts';
-import { createTestDatabase, rememberSecret, startOnDatabase } from '../helpers/server.ts';
+import { createTestDatabase, queryOnce, rememberSecret, startOnDatabase } from '../helpers/server.ts';
 
 const k1 = randomBytes(32).toString('base64');
 const k2 = randomBytes(32).toString('base64');
@@ -33,15 +32,7 @@ describe('coffer rotate-keys', () => {
   let otherKey: string;
   const ids: Record<string, string> = {};
 
-  const keyRows = async (): Promise<KeyRow[]> => {
-    const c = new pg.Client({ connectionString: database.url });
-    await c.connect();
-    try {
-      return (await c.query('SELECT id, tenant_id, purpose, kek_id, wrapped, rewrapped_at FROM tenant_keys ORDER BY id')).rows;
-    } finally {
-      await c.end();
-    }
-  };
+  const keyRows = () => queryOnce<KeyRow>(database.url, 'SELECT id, tenant_id, purpose, kek_id, wrapped, rewrapped_at FROM tenant_keys ORDER BY id');
 
   before(async () => {
     database = await createTestDatabase();
