@@ -348,15 +348,21 @@ function memoryRow(peaks: ServerPeak[]): MemoryRow {
   };
 }
 
-const WARMUP_SECONDS = 2;
+/**
+ * Long enough for Coffer to reach its steady state under load: on the 2 shared cores V8's
+ * optimising compilers, on their own threads, get what CPU the loaded event loop,
+ * PostgreSQL and autocannon leave, and Coffer's CPU per created token took ~5 s of load to
+ * settle (1.3–2 times its steady cost before; docs/benchmarks.md, "Warm-up").
+ */
+const WARMUP_SECONDS = 6;
 const root = path.resolve(import.meta.dirname, '..');
 const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
   // Capped so the 27 runs (9 scenario runs, 16 baselines bracketing 8 scenarios, the two one-connection pairs) plus
-  // start-ups stay under 20 minutes (each run is a 2 s warm-up plus this: about 17 minutes at 35 s).
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 35) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 35 (got "${raw}")`);
+  // start-ups stay under 20 minutes (each run is the warm-up plus this: about 17 minutes at 30 s).
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 30) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 30 (got "${raw}")`);
   return Number(raw);
 }
 
