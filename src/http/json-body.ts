@@ -28,8 +28,9 @@ export function parseJsonBody(text: string): unknown {
   // JSON carries U+0000 and lone surrogates only escaped: without such an escape in the text, no string holds one.
   if (/\\u(?:0000|d[89a-f])/i.test(text)) refuseUnstorable(value, 'body');
   // Only a number of 16 digits or more, or with a three-digit exponent, can be one JSON.parse
-  // rounds or overflows (a card number in a string, after a quote, does not count).
-  if (/(?:^|[:,[])\s*-?\d{16}|\d[eE][+-]?\d{3}/.test(text)) refuseInexactNumbers(text);
+  // rounds or overflows. Either must start where a value can (a card number in a string,
+  // after a quote, does not count, nor a token id's "…-9e512…", which a quarter of them hold).
+  if (/(?:^|[:,[])\s*-?(?:\d{16}|\d+(?:\.\d+)?[eE][+-]?\d{3})/.test(text)) refuseInexactNumbers(text);
   return value;
 }
 

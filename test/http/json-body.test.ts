@@ -60,6 +60,8 @@ describe('parseJsonBody: numbers it would change', () => {
       ['[1e400, -1E+400, 2]', ['body[0]', 'body[1]']],
       ['12345678901234567890', ['body']],
       ['{"x": 1e309, "y": 99999999999999999999}', ['body.x', 'body.y']],
+      ['{"a":\n\t -1.5e400, "b": [\r\n2.0E+999]}', ['body.a', 'body.b[0]']],
+      ['{"id":"4f1c9e51-0d3e-4e21-9e51-2a7c1e400aa0","n":0.5e0400}', ['body.n']],
     ];
     for (const [text, fields] of rows) {
       const errors = errorsOf(text);
@@ -75,6 +77,7 @@ describe('parseJsonBody: numbers it would change', () => {
       '{"a":1e20,"b":1e308,"c":1.5e-300,"d":0.1}',
       '{"number":"4242424242424242","long":"12345678901234567890123"}',
       '{"a":100000000000000000000}',
+      '{"x":"{{ 4f1c9e51-0d3e-4e21-9e51-2a7c1e400aa0 | json: \'$.number\' }}","y":"1e400"}',
     ]) {
       assert.deepEqual(errorsOf(text), {}, text);
       assert.deepEqual(parseJsonBody(text), JSON.parse(text), text);
