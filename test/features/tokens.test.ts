@@ -318,6 +318,22 @@ describe('POST /tokens', () => {
   });
 
   describe('ids', () => {
+    it('makes UUIDv7 ids that sort in the order the tokens were created, the millisecond of each in its first 48 bits', async () => {
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const before = Date.now();
+        const { id } = await created({ type: 'token', data: `v7-${i}` });
+        assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+        const ms = parseInt(id.replace(/-/g, '').slice(0, 12), 16);
+        assert.ok(ms >= before && ms <= Date.now(), `${id}: ${new Date(ms).toISOString()}`);
+        ids.push(id);
+      }
+      assert.deepEqual([...ids].sort(), ids);
+      // Ascending ids, so the primary key grows at its right edge rather than at random pages.
+      const stored = await sql.query('SELECT id FROM tokens WHERE id = ANY($1) ORDER BY id', [ids]);
+      assert.deepEqual(stored.rows.map((r) => r.id), ids);
+    });
+
     it('uses a caller-chosen id, and a second token with that id is a 409 whatever its type', async () => {
       const t = await created({ id: 'customer_42.card-1', type: 'card_number', data: VISA });
       assert.equal(t.id, 'customer_42.card-1');

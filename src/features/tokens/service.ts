@@ -2,7 +2,7 @@ import { Coalescer } from '../../db/coalescer.ts';
 import type { Database, Tx } from '../../db/database.ts';
 import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { isUniqueViolation } from '../../db/database.ts';
-import { uuidv4 } from '../../db/ids.ts';
+import { uuidv7 } from '../../db/ids.ts';
 import type { Logger } from '../../logger.ts';
 import { accessTo, reachOf } from '../../access/evaluate.ts';
 import type { Principal } from '../../access/principal.ts';
@@ -128,7 +128,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       const value = text(expression(source, scope, childPath(`${at}.search_indexes`, i)));
       if (value) hashes.push(await vault.hmac(principal.tenantId, 'search', value));
     }
-    const id = previous?.id ?? input.id ?? uuidv4();
+    const id = previous?.id ?? input.id ?? uuidv7();
     const secret: Secret = mask === undefined ? { data } : { data, mask };
     const { ciphertext, dataKeyId } = await vault.encrypt(principal.tenantId, id, secret);
     return {
