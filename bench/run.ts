@@ -349,10 +349,10 @@ function memoryRow(peaks: ServerPeak[]): MemoryRow {
 }
 
 /**
- * Long enough for Coffer to reach its steady state under load: on the 2 shared cores V8's
- * optimising compilers, on their own threads, get what CPU the loaded event loop,
- * PostgreSQL and autocannon leave, and Coffer's CPU per created token took ~5 s of load to
- * settle (1.3–2 times its steady cost before; docs/benchmarks.md, "Warm-up").
+ * Long enough for Coffer to reach its steady state under load: V8's optimising compilers
+ * share the 2 cores with the event loop, PostgreSQL and autocannon, and Coffer's CPU per
+ * created token took ~5 s of load to settle (1.3–2 times its steady cost before;
+ * docs/benchmarks.md, "Warm-up").
  */
 const WARMUP_SECONDS = 6;
 const root = path.resolve(import.meta.dirname, '..');

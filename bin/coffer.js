@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=8 --heap-growing-percent=50 --no-allocation-site-pretenuring
-// The flags bound V8's heap (docs/operations.md, "Memory"); npm start passes the same.
+// The flags bound V8's heap and keep it from pretenuring request objects (docs/operations.md,
+// "Memory"); npm start passes the same.
 // Coffer runs its TypeScript sources directly, which needs Node.js 24 (type stripping).
 // libuv's thread pool (4 threads by default) serves DNS lookups as well as crypto and file
 // work; outbound calls to names tenants choose can hold lookups for long (src/outbound/connect.ts

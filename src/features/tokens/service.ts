@@ -128,6 +128,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       const value = text(expression(source, scope, childPath(`${at}.search_indexes`, i)));
       if (value) hashes.push(await vault.hmac(principal.tenantId, 'search', value));
     }
+    // Time-ordered, so the primary key grows at its right edge (docs/decisions.md, "Tokens").
     const id = previous?.id ?? input.id ?? uuidv7();
     const secret: Secret = mask === undefined ? { data } : { data, mask };
     const { ciphertext, dataKeyId } = await vault.encrypt(principal.tenantId, id, secret);
