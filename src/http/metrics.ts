@@ -19,11 +19,11 @@ import { ApiError } from './errors.ts';
 export type Rendered = { contentType: string; body: string };
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-// A warm run of small code takes a fraction of a millisecond: the first bounds tell those apart.
 // A group commit's writes: one alone when idle, up to the batch limit (256) under load.
 const GROUP_COMMIT_WRITE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 // A statement answers in well under a millisecond on an idle local database, in tens of milliseconds under load.
 const GROUP_COMMIT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+// A warm run of small code takes a fraction of a millisecond: the first bounds tell those apart.
 const SANDBOX_BUCKETS = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 export class Metrics {

@@ -100,8 +100,13 @@ function testLogger(config: Config) {
  * fresh one each time), with `env` on top of the test defaults; logs go to the scanned log directory.
  */
 export function startOnDatabase(databaseUrl: string, env: Record<string, string>): Promise<Running> {
-  const config = loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '5', ...env });
+  const config = testConfig(databaseUrl, env);
   return start(config, testLogger(config));
+}
+
+/** The configuration of a test server: a free port, debug logs, a small pool, then `env`. */
+function testConfig(databaseUrl: string, env: Record<string, string>): Config {
+  return loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '5', ...env });
 }
 
 /** A real Coffer server on a free port and a fresh database; logs go to the scanned log directory. */
@@ -109,7 +114,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
   const database = await createTestDatabase();
   // A DATA_DIR of its own: the generated key file must never be shared between servers or land in the repo.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-test-server-'));
-  const config = loadConfig({ PORT: '0', DATABASE_URL: database.url, DATA_DIR: dataDir, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '10', ...env });
+  const config = testConfig(database.url, { DATA_DIR: dataDir, DATABASE_POOL_SIZE: '10', ...env });
   const running = await start(config, testLogger(config));
   const key = running.firstKey!.api_key;
   rememberSecret(key);

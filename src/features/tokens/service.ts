@@ -209,12 +209,13 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       // Found, but not a token the caller may create, it is as good as absent: a 409 naming it,
       // or a 403, would tell a key whose rules reach tokens by id (a session's conditions, which
       // need not name containers) that the value exists in a container it cannot see, and its id.
-      if (existing && accessTo(principal, 'token:create', existing)) {
+      const createTransform = existing && accessTo(principal, 'token:create', existing);
+      if (existing && createTransform) {
         // The caller named the token it wants: answering with another id would leave it looking up one that does not exist.
         if (input.id !== undefined && existing.id !== input.id) {
           throw ApiError.conflict(`A token with the same fingerprint already exists, with id "${existing.id}"; deduplicate_token returns it only to a create that names that id or none.`);
         }
-        return deduplicated(principal, existing, inTx());
+        return deduplicated(principal, existing, createTransform, inTx());
       }
     }
     // An expired token is gone from its expiry instant, so its id is free: finish that expiry
@@ -237,8 +238,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
    * shown as the caller may read it, never more than its create transform, and to a caller
    * without token:read on it only as a reference.
    */
-  async function deduplicated(principal: Principal, existing: TokenRow, tx: Tx): Promise<TokenView> {
-    const create = permitted(principal, 'token:create', existing);
+  async function deduplicated(principal: Principal, existing: TokenRow, create: Transform, tx: Tx): Promise<TokenView> {
     const read = accessTo(principal, 'token:read', existing);
     if (!read) return { row: existing, transform: 'redact', withheld: true };
     const shown = await view(existing, TRANSFORM_RANK[read] < TRANSFORM_RANK[create] ? read : create);
