@@ -1,142 +1,179 @@
 /**
- * The isolated runtime for user code (reactors, proxy transforms). Each run executes
- * CommonJS code `module.exports = async function (req) { … }` in a V8 isolate of its own
- * (isolated-vm): nothing of the host process is reachable from it, and everything it asks
- * of the host (fetch, SDK methods, crypto) crosses as copied JSON. See docs/reactors.md.
+ * The sandbox for user code (reactors, proxy transforms), as the API process uses it. Code
+ * runs in V8 isolates (./isolates.ts) inside sandbox processes (./process/), never in the API
+ * process: V8 can end a process outright when an isolate exhausts memory in ways isolated-vm's
+ * limit does not catch, and that must cost one sandbox process, not the service.
+ *
+ * - Runs are admitted by tenant (./fair-gate.ts): a tenant holds at most its share of the runs
+ *   in progress and of the queue, so one tenant's slow or endless code delays only its own.
+ * - Each tenant's runs go to one of the shared sandbox processes (by a hash of the tenant, so
+ *   its warm isolates are found again). When a process ends unexpectedly, each run it had in
+ *   flight that had not yet asked its host for anything (no SDK call, no fetch: nothing of it
+ *   can have been seen outside) runs again once; the others fail with a clear error. Every
+ *   tenant with runs in that process then runs alone, in a process of its own, for a while
+ *   (`quarantineMs`): the tenant whose code ended it can end only its own process after that.
+ * - What a run asks of its host (SDK methods, fetch) is answered here, within a per-run budget
+ *   of SDK-call time and a per-tenant bound on SDK calls at once, so that code calling `bt` in
+ *   a loop cannot occupy the API process's event loop.
  *
  * The host hands in what the code may use — an SdkHost and a FetchBridge — so this folder
- * knows nothing of features: permissions are the host's business.
+ * knows nothing of features: permissions are the host's business. See docs/reactors.md.
  */
-import ivm from 'isolated-vm';
-import { discardPrepared, execute, prepare, type Prepared } from './execute.ts';
-import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
-import { byteLength } from './host-calls.ts';
-import { createWarmIsolate, disposeWarmIsolate, IsolatePool, type WarmIsolate } from './pool.ts';
-import { USER_FILENAME, WRAPPER_HEAD, wrapUserCode } from './runtime.ts';
+import { Gate } from '../gate.ts';
+import { FairGate } from './fair-gate.ts';
+import { failure, runtimeFailure } from './failures.ts';
+import { IsolateSandbox } from './isolates.ts';
+import { ProcessDied, SandboxProcess, type ActiveRun, type CallPerformer } from './process/host.ts';
+import type { CallFailure, CallMessage } from './process/protocol.ts';
 import type { RunObserver, RunRequest, RunResult, SandboxFailure, SandboxLimits } from './types.ts';
 
 export type { FetchBridge, FetchRequest, FetchResponse, RunObserver, RunRequest, RunResult, SandboxFailure, SandboxLimits, SdkHost } from './types.ts';
+export { configurationTooLarge, DEFAULT_LIMITS, DEFAULT_MAX_WARM_BYTES, DEFAULT_MAX_WARM_ISOLATES, MAX_CONFIGURATION_BYTES } from './isolates.ts';
+import { DEFAULT_LIMITS, DEFAULT_MAX_WARM_BYTES, DEFAULT_MAX_WARM_ISOLATES } from './isolates.ts';
 
-export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({
-  memoryMb: 128,
-  timeoutMs: 30_000,
-  maxCodeChars: 50_000,
-  maxIoBytes: 1_048_576,
-  maxConsoleLines: 200,
+export type SandboxOptions = {
+  /** Idle warm isolates kept, and what they may hold, in all (each process keeps its part). */
+  maxWarmIsolates?: number;
+  maxWarmBytes?: number;
+  limits?: Partial<SandboxLimits>;
+  onRun?: RunObserver;
+  /** Shared sandbox processes (quarantined tenants get processes of their own besides). */
+  processes?: number;
+  /** Runs in progress at once, of all tenants. */
+  concurrency?: number;
+  /** Runs in progress at once of one tenant. */
+  tenantConcurrency?: number;
+  /** Runs of one tenant waiting for a slot; past it a run is refused (429). */
+  tenantQueue?: number;
+  /** Wall time a run may spend with SDK calls in progress, in ms. */
+  hostCallBudgetMs?: number;
+  /** SDK calls of one tenant's runs in progress at once; more wait. */
+  tenantHostCalls?: number;
+  /** How long a tenant whose runs were in a process that ended runs in a process of its own, in ms. */
+  quarantineMs?: number;
+  /** Processes of their own for quarantined tenants at most; past it they share one. */
+  maxQuarantineProcesses?: number;
+  /** Added to sandbox processes' nice value (0: none). */
+  nice?: number;
+  log?: { warn(obj: object, msg: string): void };
+};
+
+export const SANDBOX_DEFAULTS = Object.freeze({
+  processes: 1,
+  concurrency: 8,
+  tenantQueue: 40,
+  hostCallBudgetMs: 10_000,
+  tenantHostCalls: 8,
+  quarantineMs: 10 * 60_000,
+  maxQuarantineProcesses: 4,
+  nice: 10,
 });
 
-export const DEFAULT_MAX_WARM_ISOLATES = 50;
-/** What idle warm isolates may hold together, by their last measurement (./pool.ts). */
-export const DEFAULT_MAX_WARM_BYTES = 512 * 1024 * 1024;
+/** A process group: `shared:N`, a quarantined tenant's own, or the quarantined tenants' overflow. */
+const OVERFLOW = 'quarantine';
 
-/**
- * A configuration (`req.configuration`) is the owner's, fixed when the reactor or proxy is
- * written, and bounded there, in UTF-8 bytes of JSON: the run's input limit (`maxIoBytes`)
- * then applies to what callers send, so no configuration can make every run too large.
- */
-export const MAX_CONFIGURATION_BYTES = 256 * 1024;
-
-/** The message for a configuration over MAX_CONFIGURATION_BYTES, or undefined. */
-export function configurationTooLarge(configuration: Record<string, string> | null | undefined): string | undefined {
-  if (!configuration) return undefined;
-  return Buffer.byteLength(JSON.stringify(configuration), 'utf8') > MAX_CONFIGURATION_BYTES
-    ? `must be at most ${MAX_CONFIGURATION_BYTES} bytes as JSON (UTF-8)`
-    : undefined;
+function positive(v: number | undefined, fallback: number): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback;
 }
 
-/** Positive finite numbers win; anything else falls back to `base`. Memory is at least 8 MB (V8's floor). */
-function mergeLimits(base: SandboxLimits, over: Partial<SandboxLimits> | undefined): SandboxLimits {
-  const out = { ...base };
-  if (over) {
-    for (const k of Object.keys(base) as (keyof SandboxLimits)[]) {
-      const v = over[k];
-      if (typeof v === 'number' && Number.isFinite(v) && v > 0) out[k] = Math.floor(v);
-    }
-  }
-  out.memoryMb = Math.max(8, out.memoryMb);
-  out.timeoutMs = Math.min(out.timeoutMs, 2_147_483_647); // a longer setTimeout would fire at once
-  return out;
+/** FNV-1a: a stable spread of tenants over the shared processes. */
+function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }
 
-function codeTooLong(code: string, max: number): SandboxFailure | undefined {
-  return code.length > max ? failure(400, 'invalid_code', `The code is ${code.length} characters long; the limit is ${max}.`) : undefined;
+/** The failure of a run whose process ended under it. */
+function diedFailure(outOfMemory: boolean): SandboxFailure {
+  return outOfMemory
+    ? failure(422, 'memory', 'The sandbox process running this code ran out of memory and was replaced: this run, or code running beside it, needed more than V8 could give. The run was stopped.')
+    : failure(500, 'runtime', 'The sandbox process running this code stopped unexpectedly and was replaced. The run was stopped.');
 }
 
-function lineCount(code: string): number {
-  let n = 1;
-  for (let i = code.indexOf('\n'); i >= 0; i = code.indexOf('\n', i + 1)) n++;
-  return n;
-}
-
-function compileFailure(err: unknown, code: string): SandboxFailure {
-  if (err instanceof Error && err.name === 'SyntaxError') return syntaxFailure(err.message, WRAPPER_HEAD.length, lineCount(code));
-  return runtimeFailure();
-}
+export const busyFailure = () => failure(429, 'busy', 'Too many runs of this tenant are in progress or waiting; retry shortly.');
 
 export class Sandbox {
-  readonly #limits: SandboxLimits;
-  readonly #pool: IsolatePool;
-  readonly #busy = new Set<WarmIsolate>();
+  readonly #opts: Required<Omit<SandboxOptions, 'onRun' | 'log' | 'limits' | 'maxWarmIsolates' | 'maxWarmBytes'>>;
+  readonly #limits: Partial<SandboxLimits> | undefined;
   readonly #observer: RunObserver | undefined;
-  #checker: ivm.Isolate | undefined;
-  #disposed = false;
-  /** Runs and context preparations under way: dispose waits for them (bounded) to settle. */
+  readonly #log: SandboxOptions['log'];
+  readonly #childOptions: { maxWarmIsolates: number; maxWarmBytes: number; limits?: Partial<SandboxLimits> };
+  readonly #checker: IsolateSandbox;
+  readonly #gate: FairGate;
+  readonly #groups = new Map<string, SandboxProcess>();
+  /** Quarantined tenants: their group, until when. */
+  readonly #quarantine = new Map<string, { group: string; until: number }>();
+  readonly #hostGates = new Map<string, { gate: Gate; users: number }>();
   readonly #inflight = new Set<Promise<unknown>>();
+  #restarts = 0;
+  #disposed = false;
 
-  constructor(opts: { maxWarmIsolates?: number; maxWarmBytes?: number; limits?: Partial<SandboxLimits>; onRun?: RunObserver } = {}) {
-    this.#limits = mergeLimits(DEFAULT_LIMITS, opts.limits);
+  constructor(opts: SandboxOptions = {}) {
+    const processes = positive(opts.processes, SANDBOX_DEFAULTS.processes);
+    const concurrency = positive(opts.concurrency, SANDBOX_DEFAULTS.concurrency);
+    this.#opts = {
+      processes,
+      concurrency,
+      tenantConcurrency: positive(opts.tenantConcurrency, Math.ceil(concurrency / 2)),
+      tenantQueue: typeof opts.tenantQueue === 'number' && opts.tenantQueue >= 0 ? Math.floor(opts.tenantQueue) : SANDBOX_DEFAULTS.tenantQueue,
+      hostCallBudgetMs: positive(opts.hostCallBudgetMs, SANDBOX_DEFAULTS.hostCallBudgetMs),
+      tenantHostCalls: positive(opts.tenantHostCalls, SANDBOX_DEFAULTS.tenantHostCalls),
+      quarantineMs: typeof opts.quarantineMs === 'number' && opts.quarantineMs >= 0 ? opts.quarantineMs : SANDBOX_DEFAULTS.quarantineMs,
+      maxQuarantineProcesses: typeof opts.maxQuarantineProcesses === 'number' && opts.maxQuarantineProcesses >= 0 ? Math.floor(opts.maxQuarantineProcesses) : SANDBOX_DEFAULTS.maxQuarantineProcesses,
+      nice: typeof opts.nice === 'number' && opts.nice >= 0 ? Math.floor(opts.nice) : SANDBOX_DEFAULTS.nice,
+    };
+    this.#limits = opts.limits;
     this.#observer = opts.onRun;
-    const max = opts.maxWarmIsolates;
-    const bytes = opts.maxWarmBytes;
-    this.#pool = new IsolatePool(
-      typeof max === 'number' && Number.isFinite(max) && max >= 0 ? Math.floor(max) : DEFAULT_MAX_WARM_ISOLATES,
-      typeof bytes === 'number' && bytes >= 0 ? bytes : DEFAULT_MAX_WARM_BYTES,
-    );
+    this.#log = opts.log;
+    const max = typeof opts.maxWarmIsolates === 'number' && Number.isFinite(opts.maxWarmIsolates) && opts.maxWarmIsolates >= 0 ? Math.floor(opts.maxWarmIsolates) : DEFAULT_MAX_WARM_ISOLATES;
+    const bytes = typeof opts.maxWarmBytes === 'number' && opts.maxWarmBytes >= 0 ? opts.maxWarmBytes : DEFAULT_MAX_WARM_BYTES;
+    // Each process keeps its part, so the whole stays within the budget: a tenant uses one process.
+    this.#childOptions = { maxWarmIsolates: Math.ceil(max / processes), maxWarmBytes: Math.floor(bytes / processes), limits: opts.limits };
+    // Compiles only, never runs code: it stays in this process.
+    this.#checker = new IsolateSandbox({ maxWarmIsolates: 0, limits: opts.limits });
+    this.#gate = new FairGate(concurrency, this.#opts.tenantConcurrency, this.#opts.tenantQueue);
   }
 
-  /** Idle isolates kept warm right now (for tests and metrics). */
+  /** Idle isolates kept warm, in every sandbox process, as each reported after its last run. */
   get warmIsolates(): number {
-    return this.#pool.size;
+    let n = 0;
+    for (const p of this.#groups.values()) n += p.stats.warmIsolates;
+    return n;
   }
 
-  /** What the idle warm isolates held together when last measured, in bytes (for tests). */
+  /** What the idle warm isolates held together when last measured, in bytes. */
   get warmBytes(): number {
-    return this.#pool.bytes;
+    let n = 0;
+    for (const p of this.#groups.values()) n += p.stats.warmBytes;
+    return n;
+  }
+
+  /** Sandbox processes running now. */
+  get processes(): number {
+    return this.#groups.size;
+  }
+
+  /** Sandbox processes that ended unexpectedly since start. */
+  get restarts(): number {
+    return this.#restarts;
+  }
+
+  /** Runs in progress and waiting now. */
+  get runs(): { active: number; waiting: number } {
+    return { active: this.#gate.active, waiting: this.#gate.waiting };
   }
 
   /** Compile-check only (no code runs), for write-time validation: syntax and length. */
   check(code: string): SandboxFailure | undefined {
-    if (typeof code !== 'string') return failure(400, 'invalid_code', 'The code must be a string.');
-    const tooLong = codeTooLong(code, this.#limits.maxCodeChars);
-    if (tooLong) return tooLong;
-    let f = this.#compileCheck(code);
-    if (f?.kind === 'runtime') f = this.#compileCheck(code); // once more, in a new checker isolate
-    return f;
+    return this.#checker.check(code);
   }
 
-  #compileCheck(code: string): SandboxFailure | undefined {
-    try {
-      // A small isolate that only ever compiles: no tenant's code runs in it.
-      this.#checker ??= new ivm.Isolate({ memoryLimit: 32 });
-      this.#checker.compileScriptSync(wrapUserCode(code), { filename: USER_FILENAME }).release();
-      return undefined;
-    } catch (err) {
-      const f = compileFailure(err, code);
-      if (f.kind === 'runtime') {
-        try {
-          this.#checker?.dispose();
-        } catch {
-          // already gone
-        }
-        this.#checker = undefined;
-      }
-      return f;
-    }
-  }
-
-  /** Runs the code once. Never throws: whatever the code does comes back as `ok: false`. */
-  async run(r: RunRequest): Promise<RunResult> {
-    const result = await this.#track(this.#timedRun(r));
+  /**
+   * Runs the code once. Never throws: whatever the code does comes back as `ok: false`. With
+   * `wait: false` a run that finds no slot free for its tenant is refused at once (kind `busy`).
+   */
+  async run(r: RunRequest & { wait?: boolean }): Promise<RunResult> {
+    const result = await this.#track(this.#admitted(r));
     if (this.#observer) {
       try {
         this.#observer(r, result);
@@ -147,103 +184,118 @@ export class Sandbox {
     return result;
   }
 
-  async #timedRun(r: RunRequest): Promise<RunResult> {
+  async #admitted(r: RunRequest & { wait?: boolean }): Promise<RunResult> {
     const started = performance.now();
-    const elapsed = () => Math.round((performance.now() - started) * 1000) / 1000;
-    try {
-      const outcome = await this.#run(r);
-      return outcome.result.ok
-        ? { ok: true, value: outcome.result.value, console: outcome.console, durationMs: elapsed() }
-        : { ok: false, error: outcome.result.error, console: outcome.console, durationMs: elapsed() };
-    } catch {
-      return { ok: false, error: runtimeFailure(), console: [], durationMs: elapsed() };
-    }
-  }
-
-  async #run(r: RunRequest): Promise<{ result: { ok: true; value: unknown } | { ok: false; error: SandboxFailure }; console: string[] }> {
-    const fail = (error: SandboxFailure) => ({ result: { ok: false as const, error }, console: [] });
+    const fail = (error: SandboxFailure): RunResult => ({ ok: false, error, console: [], durationMs: Math.round((performance.now() - started) * 1000) / 1000 });
     if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
     if (typeof r.tenantId !== 'string' || r.tenantId === '' || typeof r.cacheKey !== 'string' || r.cacheKey === '') {
       return fail(runtimeFailure('A run needs a tenantId and a cacheKey.'));
     }
-    if (typeof r.code !== 'string') return fail(failure(400, 'invalid_code', 'The code must be a string.'));
-    const limits = mergeLimits(this.#limits, r.limits);
-    const tooLong = codeTooLong(r.code, limits.maxCodeChars);
-    if (tooLong) return fail(tooLong);
-
-    let reqJson: string | undefined;
+    const release = await this.#gate.acquire(r.tenantId, r.wait !== false);
+    if (!release) return fail(busyFailure());
     try {
-      reqJson = JSON.stringify(r.req ?? {});
-    } catch {
-      return fail(runtimeFailure('The request for the code is not plain JSON data.'));
-    }
-    if (reqJson === undefined) reqJson = '{}';
-    // The configuration does not count: it is bounded where it is written (MAX_CONFIGURATION_BYTES).
-    const configuration = r.req?.configuration;
-    const configurationBytes = configuration === undefined ? 0 : byteLength(JSON.stringify(configuration));
-    if (byteLength(reqJson) - configurationBytes > limits.maxIoBytes) {
-      return fail(failure(413, 'too_large', `The arguments are larger than ${limits.maxIoBytes} bytes as JSON.`));
-    }
-
-    // The tenant is part of the key, so an isolate never serves two tenants.
-    const key = JSON.stringify([r.tenantId, r.cacheKey, limits.memoryMb]);
-    let w = this.#pool.take(key);
-    if (w && w.code !== undefined && w.code !== r.code) {
-      // Other code under the same key (a proxy's transform changed within the same millisecond,
-      // say): a fresh isolate, so nothing the old module made (its state, Intl objects only a
-      // full collection would free, see runtime/intl.js) meets the new code.
-      disposeWarmIsolate(w);
-      w = undefined;
-    }
-    w ??= await createWarmIsolate(key, r.tenantId, limits.memoryMb);
-    if (w.tenantId !== r.tenantId) throw new Error('tenant mismatch in the isolate pool');
-    this.#busy.add(w);
-    let healthy = false;
-    let heldBytes: number | undefined;
-    // The context this run uses; after it, the caller's to keep (reusable) or already discarded.
-    let p: Prepared | undefined;
-    try {
-      const ready = w.ready;
-      w.ready = undefined;
-      p = ready ? await ready : undefined;
-      if (!w.script) {
+      const timeoutMs = positive(r.limits?.timeoutMs, positive(this.#limits?.timeoutMs, DEFAULT_LIMITS.timeoutMs));
+      for (let attempt = 0; ; attempt++) {
+        if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
         try {
-          w.script = await w.isolate.compileScript(wrapUserCode(r.code), { filename: USER_FILENAME });
-          w.code = r.code;
+          return await this.#processFor(r.tenantId).run(r, timeoutMs);
         } catch (err) {
-          const f = compileFailure(err, r.code);
-          healthy = f.kind !== 'runtime';
-          return fail(f);
+          if (!(err instanceof ProcessDied)) return fail(runtimeFailure());
+          if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
+          // Nothing of this run was seen outside its process: it may run again, once.
+          if (err.effects || attempt >= 1) return fail(diedFailure(err.outOfMemory));
         }
       }
-      let run = p ?? (await prepare(w));
-      p = undefined; // execute() owns it now
-      const input = { reqJson, limits, sdk: r.sdk, fetch: r.fetch };
-      let outcome = await execute(w, run, input);
-      if (outcome.retry) {
-        // The kept context could not be reset (code had tampered with the runtime), and nothing
-        // of this run executed in it: the run starts over in a fresh context.
-        run = await prepare(w);
-        outcome = await execute(w, run, input);
-      }
-      healthy = outcome.healthy;
-      heldBytes = outcome.heldBytes;
-      if (outcome.reusable) p = run;
-      return outcome;
     } finally {
-      this.#busy.delete(w);
-      if (healthy && !this.#disposed && !w.isolate.isDisposed) {
-        // The next run's context: this run's (it keeps the loaded module; the next arm resets it),
-        // an unused fresh one when compiling failed, or else a fresh one made now, while the
-        // isolate would be idle anyway.
-        const kept = p;
-        w.ready = kept ? Promise.resolve(kept) : this.#track(prepare(w).catch(() => undefined));
-        if (heldBytes !== undefined) this.#pool.measured(w, heldBytes);
-        this.#pool.put(w);
-      } else {
-        if (p) discardPrepared(p);
-        disposeWarmIsolate(w);
+      release();
+    }
+  }
+
+  /** The process a tenant's runs go to now: its own while quarantined, else its shared one. */
+  #processFor(tenantId: string): SandboxProcess {
+    const q = this.#quarantine.get(tenantId);
+    let group = `shared:${hash(tenantId) % this.#opts.processes}`;
+    if (q && q.until > Date.now()) group = q.group;
+    else if (q) this.#endQuarantine(tenantId, q.group);
+    let p = this.#groups.get(group);
+    if (!p || p.dead) {
+      p = new SandboxProcess({ child: this.#childOptions, perform: this.#perform, nice: this.#opts.nice, onExit: (gone, info) => this.#exited(group, gone, info) });
+      this.#groups.set(group, p);
+    }
+    return p;
+  }
+
+  #endQuarantine(tenantId: string, group: string): void {
+    this.#quarantine.delete(tenantId);
+    for (const q of this.#quarantine.values()) if (q.group === group) return;
+    const p = this.#groups.get(group);
+    // A process with runs in flight keeps them; it goes when a later run finds it idle.
+    if (p && p.load === 0) {
+      this.#groups.delete(group);
+      void p.close(1000);
+    } else if (p) {
+      this.#quarantine.set(tenantId, { group, until: Date.now() + 1000 });
+    }
+  }
+
+  #exited(group: string, p: SandboxProcess, info: { code: number | null; signal: string | null; stderr: string; outOfMemory: boolean; tenants: Set<string> }): void {
+    if (this.#groups.get(group) === p) this.#groups.delete(group);
+    if (this.#disposed) return;
+    this.#restarts++;
+    this.#log?.warn(
+      { group, code: info.code, signal: info.signal, outOfMemory: info.outOfMemory, tenants: [...info.tenants], stderr: info.stderr.slice(-1024) },
+      'a sandbox process ended unexpectedly; the tenants with runs in it now run in processes of their own',
+    );
+    const until = Date.now() + this.#opts.quarantineMs;
+    if (this.#opts.quarantineMs === 0) return;
+    for (const tenantId of info.tenants) {
+      const known = this.#quarantine.get(tenantId);
+      const own = new Set([...this.#quarantine.values()].map((q) => q.group).filter((g) => g !== OVERFLOW));
+      const group = known?.group ?? (own.size < this.#opts.maxQuarantineProcesses ? `tenant:${tenantId}` : OVERFLOW);
+      this.#quarantine.set(tenantId, { group, until });
+    }
+  }
+
+  /** Answers a run's SDK call or fetch with the run's own function, within the run's and the tenant's bounds. */
+  readonly #perform: CallPerformer = async (active, m) => {
+    const r = active.request;
+    try {
+      if (m.kind === 'fetch') {
+        if (typeof r.fetch !== 'function') return { ok: false, error: { status: 403, message: 'outbound requests are not available to this code' } };
+        return { ok: true, json: JSON.stringify(await r.fetch(m.request)) };
       }
+      const sdk = r.sdk;
+      const fn = sdk && Object.hasOwn(sdk, m.method) && typeof sdk[m.method] === 'function' ? sdk[m.method] : undefined;
+      if (!fn) return { ok: false, error: { status: 400, message: `The SDK method ${String(m.method)} is not available.` } };
+      if (!Array.isArray(m.args)) return { ok: false, error: { status: 400, message: 'The SDK arguments are not valid.' } };
+      const value = await this.#hostCall(active, () => fn(...m.args));
+      return { ok: true, json: value === undefined ? undefined : JSON.stringify(value) };
+    } catch (err) {
+      return { ok: false, error: callFailure(err) };
+    }
+  };
+
+  /** One SDK call: refused past the run's budget, waiting while the tenant has its bound in progress. */
+  async #hostCall<T>(active: ActiveRun, call: () => Promise<T>): Promise<T> {
+    const budget = this.#opts.hostCallBudgetMs;
+    const spent = () => active.hostMs + (active.pendingSdk > 0 ? performance.now() - active.pendingSince : 0);
+    if (spent() >= budget) throw new BudgetError(budget);
+    const tenantId = active.request.tenantId;
+    let entry = this.#hostGates.get(tenantId);
+    if (!entry) this.#hostGates.set(tenantId, (entry = { gate: new Gate(this.#opts.tenantHostCalls), users: 0 }));
+    entry.users++;
+    try {
+      return await entry.gate.run(async () => {
+        if (spent() >= budget) throw new BudgetError(budget);
+        if (active.pendingSdk++ === 0) active.pendingSince = performance.now();
+        try {
+          return await call();
+        } finally {
+          if (--active.pendingSdk === 0) active.hostMs += performance.now() - active.pendingSince;
+        }
+      });
+    } finally {
+      if (--entry.users === 0) this.#hostGates.delete(tenantId);
     }
   }
 
@@ -255,30 +307,48 @@ export class Sandbox {
   }
 
   /**
-   * Disposes every isolate, running ones included (their runs end with a runtime failure), then
-   * waits up to `waitMs` for the runs and context preparations under way to settle: isolate work
-   * still queued when the process exits can abort it (isolated-vm tears down its threads then).
+   * Ends every sandbox process (runs in progress end with a runtime failure) and waits up to
+   * `waitMs` for them to exit and for the runs to settle.
    */
   async dispose(waitMs = 2000): Promise<void> {
     this.#disposed = true;
-    this.#pool.clear();
-    for (const w of this.#busy) {
-      w.stop?.(runtimeFailure('The sandbox has been shut down.'));
-      disposeWarmIsolate(w);
-    }
-    this.#busy.clear();
-    try {
-      this.#checker?.dispose();
-    } catch {
-      // already gone
-    }
-    this.#checker = undefined;
-    if (this.#inflight.size === 0) return;
+    const closing = [...this.#groups.values()].map((p) => p.close(waitMs));
+    this.#groups.clear();
+    await this.#checker.dispose(waitMs);
+    if (closing.length === 0 && this.#inflight.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      Promise.allSettled([...this.#inflight]),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs).unref())),
+      Promise.allSettled([...closing, ...this.#inflight]),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs + 500).unref())),
     ]);
     clearTimeout(timer);
   }
+}
+
+class BudgetError extends Error {
+  readonly status = 429;
+  constructor(budgetMs: number) {
+    super(`This run has spent its budget of ${budgetMs} ms waiting on bt calls; no more are made for it.`);
+  }
+}
+
+/** A host function's error as the sandbox may see it (src/sandbox/host-calls.ts's exposeError reads it). */
+function callFailure(err: unknown): CallFailure {
+  const e = err as { status?: unknown; expose?: unknown; detail?: unknown; message?: unknown; errors?: unknown; data?: unknown } | null;
+  const status = e && typeof e.status === 'number' && Number.isInteger(e.status) && e.status >= 400 && e.status <= 599 ? e.status : undefined;
+  // Not meant for users: its message may hold internals, and does not cross.
+  if (status === undefined && !(e && e.expose === true)) return {};
+  const f: CallFailure = status !== undefined ? { status } : { expose: true };
+  if (typeof e!.detail === 'string') f.detail = e!.detail;
+  if (typeof e!.message === 'string') f.message = e!.message;
+  const data = e!.errors ?? e!.data;
+  if (data !== undefined) {
+    try {
+      const json = JSON.stringify(data);
+      if (json !== undefined) f.errors = JSON.parse(json);
+    } catch {
+      // not plain data: the error crosses without it
+    }
+  }
+  return f;
 }

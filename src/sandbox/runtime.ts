@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import vm from 'node:vm';
 
 const PARTS = ['prelude', 'intl', 'errors', 'encoding', 'clone-types', 'clone', 'url-host', 'url', 'search-params', 'crypto-random', 'crypto-keys', 'crypto-algorithms', 'crypto', 'console', 'timers', 'fetch', 'main'];
 
@@ -28,3 +29,21 @@ export function wrapUserCode(code: string): string {
 }
 
 export const USER_FILENAME = 'reactor.js';
+
+const WRAPPER_PARAMS = ['exports', 'require', 'module', '__filename', '__dirname'];
+
+/**
+ * The SyntaxError's message when `code` is not a function body on its own, though the wrapped
+ * script compiled: the code closes the wrapper (`}); …`) to put statements of its own at the
+ * script's top level, whose completion value the host would otherwise receive. V8 parses the
+ * body apart from its parameters here, so no text can close it. Compiles only: nothing runs.
+ */
+export function closesWrapper(code: string): string | undefined {
+  try {
+    vm.compileFunction(code, WRAPPER_PARAMS, { filename: USER_FILENAME });
+    return undefined;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    return `SyntaxError: ${message.replace(/^SyntaxError:\s*/, '')} (the code must be a module body: it may not close the function it is loaded in)`;
+  }
+}

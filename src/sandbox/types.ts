@@ -41,7 +41,7 @@ export type SandboxFailure = {
   status: number;
   title: string;
   detail: string;
-  kind: 'user_error' | 'timeout' | 'memory' | 'too_large' | 'invalid_code' | 'runtime';
+  kind: 'user_error' | 'timeout' | 'memory' | 'too_large' | 'invalid_code' | 'runtime' | 'busy';
   data?: unknown;
 };
 

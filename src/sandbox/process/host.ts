@@ -1,0 +1,199 @@
+/**
+ * One sandbox process (./child.ts), seen from the API process: sends it runs, answers the
+ * SDK and fetch calls its runs make with the run's own functions, and turns its death into a
+ * ProcessDied for each run it had in flight. It never throws a run's outcome away silently:
+ * every run it accepted settles, with the result or with ProcessDied.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
+import path from 'node:path';
+import type { RunRequest, RunResult } from '../types.ts';
+import type { CallFailure, CallMessage, ChildOptions, FromChild, ReplyMessage, Stats, ToChild } from './protocol.ts';
+
+const CHILD = path.join(import.meta.dirname, 'child.ts');
+
+/** A run's process ended before the run did. `effects`: the run had asked for an SDK call or a fetch. */
+export class ProcessDied extends Error {
+  readonly effects: boolean;
+  readonly outOfMemory: boolean;
+  constructor(effects: boolean, outOfMemory: boolean) {
+    super('the sandbox process ended');
+    this.effects = effects;
+    this.outOfMemory = outOfMemory;
+  }
+}
+
+/** Performs a run's host call; the sandbox facade wraps the run's functions with its limits. */
+export type CallPerformer = (active: ActiveRun, message: CallMessage) => Promise<{ ok: true; json: string | undefined } | { ok: false; error: CallFailure }>;
+
+export type ActiveRun = {
+  readonly request: RunRequest;
+  /** Set by the first SDK call or fetch: from then on the run cannot be re-run elsewhere. */
+  effects: boolean;
+  /** The facade's per-run accounting of host calls. */
+  hostMs: number;
+  pendingSdk: number;
+  pendingSince: number;
+};
+
+type Entry = ActiveRun & { resolve(r: RunResult): void; reject(e: ProcessDied): void; deadline: NodeJS.Timeout };
+
+/** The environment a sandbox process gets: what Node needs, never Coffer's secrets (COFFER_KEYS, DATABASE_URL, …). */
+function sandboxEnv(): NodeJS.ProcessEnv {
+  const keep = /^(PATH|HOME|TMPDIR|TZ|LANG|LC_[A-Z]+|UV_THREADPOOL_SIZE|NODE_COMPILE_CACHE|NODE_DISABLE_COMPILE_CACHE)$/;
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => keep.test(k)));
+}
+
+/** How long past a run's own time limit its process may stay silent before it is taken for hung. */
+export const HUNG_GRACE_MS = 10_000;
+const STDERR_TAIL = 4096;
+
+export class SandboxProcess {
+  readonly #child: ChildProcess;
+  readonly #runs = new Map<number, Entry>();
+  readonly #perform: CallPerformer;
+  readonly #ready: Promise<boolean>;
+  #nextRun = 0;
+  #dead = false;
+  #stderr = '';
+  stats: Stats = { warmIsolates: 0, warmBytes: 0 };
+
+  constructor(opts: {
+    child: ChildOptions;
+    perform: CallPerformer;
+    /** Told once when the process has ended, whatever the reason, with the last of what it wrote to stderr. */
+    onExit: (p: SandboxProcess, info: { code: number | null; signal: string | null; stderr: string; outOfMemory: boolean; tenants: Set<string> }) => void;
+    /** Added to the process's nice value: user code yields the CPU to the API process. */
+    nice: number;
+  }) {
+    this.#perform = opts.perform;
+    this.#child = fork(CHILD, [JSON.stringify(opts.child)], {
+      execArgv: ['--disable-warning=ExperimentalWarning'],
+      env: sandboxEnv(),
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'advanced',
+    });
+    if (opts.nice > 0 && this.#child.pid !== undefined) {
+      try {
+        os.setPriority(this.#child.pid, Math.min(19, os.getPriority(process.pid) + opts.nice));
+      } catch {
+        // Not permitted here: the process runs at the API process's priority.
+      }
+    }
+    this.#child.unref();
+    this.#child.stderr!.setEncoding('utf8');
+    this.#child.stderr!.on('data', (s: string) => {
+      this.#stderr = (this.#stderr + s).slice(-STDERR_TAIL);
+    });
+    (this.#child.stderr as unknown as { unref?: () => void }).unref?.();
+    this.#idle();
+    let ready!: (ok: boolean) => void;
+    this.#ready = new Promise((resolve) => (ready = resolve));
+    this.#child.on('message', (m: FromChild) => {
+      if (m.t === 'ready') ready(true);
+      else if (m.t === 'done') this.#done(m.run, m.result, m.stats);
+      else if (m.t === 'call') this.#call(m);
+    });
+    this.#child.on('error', () => this.#child.kill('SIGKILL'));
+    this.#child.on('exit', (code, signal) => {
+      this.#dead = true;
+      ready(false);
+      const outOfMemory = /out of memory|heap limit|allocation failed/i.test(this.#stderr);
+      const tenants = this.tenants();
+      for (const [, e] of this.#runs) {
+        clearTimeout(e.deadline);
+        e.reject(new ProcessDied(e.effects, outOfMemory));
+      }
+      this.#runs.clear();
+      opts.onExit(this, { code, signal, stderr: this.#stderr, outOfMemory, tenants });
+    });
+  }
+
+  get dead(): boolean {
+    return this.#dead;
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  /** Runs in flight here now. */
+  get load(): number {
+    return this.#runs.size;
+  }
+
+  /** The tenants with runs in flight here now. */
+  tenants(): Set<string> {
+    return new Set([...this.#runs.values()].map((e) => e.request.tenantId));
+  }
+
+  /** Resolves with the run's result, or rejects with ProcessDied. `timeoutMs`: the run's own limit. */
+  async run(r: RunRequest, timeoutMs: number): Promise<RunResult> {
+    if (!(await this.#ready) || this.#dead) throw new ProcessDied(false, false);
+    const run = ++this.#nextRun;
+    const sdk = r.sdk ? Object.keys(r.sdk).filter((k) => typeof r.sdk![k] === 'function') : null;
+    return new Promise<RunResult>((resolve, reject) => {
+      // The isolate's own deadline ends the run inside the process; silence far past it means
+      // the process itself is stuck, and only ending it frees what it holds.
+      const deadline = setTimeout(() => this.kill(), timeoutMs + HUNG_GRACE_MS);
+      this.#runs.set(run, { request: r, effects: false, hostMs: 0, pendingSdk: 0, pendingSince: 0, resolve, reject, deadline });
+      this.#busy();
+      this.#send({ t: 'run', run, tenantId: r.tenantId, cacheKey: r.cacheKey, code: r.code, req: r.req, limits: r.limits, sdk, fetch: typeof r.fetch === 'function' });
+    });
+  }
+
+  #done(run: number, result: RunResult, stats: Stats): void {
+    this.stats = stats;
+    const e = this.#runs.get(run);
+    if (!e) return;
+    this.#runs.delete(run);
+    clearTimeout(e.deadline);
+    if (this.#runs.size === 0) this.#idle();
+    e.resolve(result);
+  }
+
+  #call(m: CallMessage): void {
+    const e = this.#runs.get(m.run);
+    if (!e) return;
+    e.effects = true;
+    const answer = (reply: { ok: true; json: string | undefined } | { ok: false; error: CallFailure }) => {
+      // A run that ended meanwhile (its process's copy drops late replies) gets none.
+      if (this.#runs.get(m.run) === e) this.#send({ t: 'reply', run: m.run, call: m.call, ...reply } as ReplyMessage);
+    };
+    this.#perform(e, m).then(answer, () => answer({ ok: false, error: {} }));
+  }
+
+  #send(m: ToChild): void {
+    if (this.#dead || !this.#child.connected) return;
+    try {
+      this.#child.send(m);
+    } catch {
+      // The channel closed under us: the exit handler settles the runs.
+      this.kill();
+    }
+  }
+
+  // An idle process must not keep the API process alive; one with runs in flight must.
+  #busy(): void {
+    (this.#child.channel as { ref?: () => void } | undefined)?.ref?.();
+  }
+
+  #idle(): void {
+    (this.#child.channel as { unref?: () => void } | undefined)?.unref?.();
+  }
+
+  /** Ends the process at once; its runs in flight reject with ProcessDied. */
+  kill(): void {
+    if (!this.#dead) this.#child.kill('SIGKILL');
+  }
+
+  /** Lets the process go once it has nothing to do; ends it after `waitMs` regardless. */
+  async close(waitMs: number): Promise<void> {
+    if (this.#dead) return;
+    const exited = new Promise<void>((resolve) => this.#child.once('exit', () => resolve()));
+    if (this.#child.connected) this.#child.disconnect();
+    const timer = setTimeout(() => this.kill(), waitMs);
+    await exited;
+    clearTimeout(timer);
+  }
+}
