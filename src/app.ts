@@ -74,9 +74,21 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     config.authCacheSeconds,
   );
   notifier.onInvalidate(() => authenticator.invalidate());
-  // The one sandbox for user code (reactors, proxy transforms): isolates are kept warm per tenant and code version.
-  // Its observer counts every run, whoever asked for it.
-  const sandbox = new Sandbox({ maxWarmBytes: config.sandboxWarmMemoryMb * 1024 * 1024, onRun: metrics?.observeRun });
+  // The one sandbox for user code (reactors, proxy transforms): sandbox processes, runs admitted
+  // by tenant, isolates kept warm per tenant and code version. Its observer counts every run.
+  const sandbox = new Sandbox({
+    maxWarmBytes: config.sandboxWarmMemoryMb * 1024 * 1024,
+    onRun: metrics?.observeRun,
+    processes: config.sandboxProcesses,
+    concurrency: config.sandboxConcurrency,
+    tenantConcurrency: config.sandboxTenantConcurrency,
+    tenantQueue: config.sandboxTenantQueue,
+    hostCallBudgetMs: config.sandboxHostCallBudgetMs,
+    tenantHostCalls: config.sandboxTenantHostCalls,
+    quarantineMs: config.sandboxQuarantineSeconds * 1000,
+    nice: config.sandboxNice,
+    log,
+  });
   metrics?.watchSandbox(sandbox);
   const reactors = createReactorService({
     db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, log, notifier, cacheSeconds: config.authCacheSeconds,
@@ -85,7 +97,6 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
       asyncTimeoutMs: config.reactorAsyncTimeoutMs,
       memoryMb: config.reactorMemoryMb,
       maxTokens: 100,
-      concurrency: config.reactorConcurrency,
     },
   });
   // Proxy transforms share the one sandbox above.

@@ -39,7 +39,20 @@ export type Config = {
   reactorTimeoutMs: number;
   reactorAsyncTimeoutMs: number;
   reactorMemoryMb: number;
-  reactorConcurrency: number;
+  /** Runs of user code (reactors and proxy transforms) in progress at once per API process (REACTOR_CONCURRENCY, the older name, still read). */
+  sandboxConcurrency: number;
+  /** Of them, one tenant's at most; and one tenant's runs waiting for a slot at most. */
+  sandboxTenantConcurrency: number;
+  sandboxTenantQueue: number;
+  /** Shared sandbox processes that run user code, per API process. */
+  sandboxProcesses: number;
+  /** A run's budget of wall time with `bt` calls in progress, in ms; and one tenant's `bt` calls in progress at once. */
+  sandboxHostCallBudgetMs: number;
+  sandboxTenantHostCalls: number;
+  /** How long tenants whose runs were in a sandbox process that ended run in processes of their own, in seconds. */
+  sandboxQuarantineSeconds: number;
+  /** Added to the sandbox processes' nice value. */
+  sandboxNice: number;
   /** What the sandbox's idle warm isolates (reactors and proxy transforms) may hold together, in MiB. */
   sandboxWarmMemoryMb: number;
   /** Bearer token for GET /metrics; unset, there are no metrics at all. */
@@ -90,7 +103,14 @@ export function loadConfig(env: Env = process.env): Config {
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
     reactorMemoryMb: read.int('REACTOR_MEMORY_MB', 128, 8, 4096),
-    reactorConcurrency: read.int('REACTOR_CONCURRENCY', 8, 1, 1000),
+    sandboxConcurrency: read.int('SANDBOX_CONCURRENCY', read.int('REACTOR_CONCURRENCY', 8, 1, 1000), 1, 1000),
+    sandboxTenantConcurrency: 0,
+    sandboxTenantQueue: read.int('SANDBOX_TENANT_QUEUE', 40, 0, 100_000),
+    sandboxProcesses: read.int('SANDBOX_PROCESSES', 2, 1, 64),
+    sandboxHostCallBudgetMs: read.int('SANDBOX_HOST_CALL_BUDGET_MS', 10_000, 1, 3_600_000),
+    sandboxTenantHostCalls: read.int('SANDBOX_TENANT_HOST_CALLS', 8, 1, 1000),
+    sandboxQuarantineSeconds: read.int('SANDBOX_QUARANTINE_SECONDS', 600, 0, 86_400),
+    sandboxNice: read.int('SANDBOX_NICE', 10, 0, 19),
     sandboxWarmMemoryMb: read.int('SANDBOX_WARM_MEMORY_MB', 512, 0, 1_048_576),
     jobPollMs: read.int('JOB_POLL_MS', 500, 10, 60_000),
     jobConcurrency: read.int('JOB_CONCURRENCY', 10, 1, 1000),
@@ -111,6 +131,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceSeconds: read.int('SHUTDOWN_GRACE_SECONDS', 20, 0, 600),
     corsOrigins: read.origins('CORS_ORIGINS'),
   };
+  // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
+  config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);
   if (config.metricsPort !== undefined && read.optional('METRICS_TOKEN') === undefined) {
     problems.push('METRICS_PORT is set but METRICS_TOKEN is not: metrics are served only with a token');
   }

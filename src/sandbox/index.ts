@@ -7,9 +7,10 @@
  * - Runs are admitted by tenant (./fair-gate.ts): a tenant holds at most its share of the runs
  *   in progress and of the queue, so one tenant's slow or endless code delays only its own.
  * - Each tenant's runs go to one of the shared sandbox processes (by a hash of the tenant, so
- *   its warm isolates are found again). When a process ends unexpectedly, each run it had in
- *   flight that had not yet asked its host for anything (no SDK call, no fetch: nothing of it
- *   can have been seen outside) runs again once; the others fail with a clear error. Every
+ *   its warm isolates are found again). When a process ends unexpectedly with several tenants'
+ *   runs in it, each run that had not yet asked its host for anything (no SDK call, no fetch:
+ *   nothing of it can have been seen outside) runs again once; the others fail with a clear
+ *   error, as do all runs when only one tenant's were in it. Every
  *   tenant with runs in that process then runs alone, in a process of its own, for a while
  *   (`quarantineMs`): the tenant whose code ended it can end only its own process after that.
  * - What a run asks of its host (SDK methods, fetch) is answered here, within a per-run budget
@@ -202,8 +203,10 @@ export class Sandbox {
         } catch (err) {
           if (!(err instanceof ProcessDied)) return fail(runtimeFailure());
           if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
-          // Nothing of this run was seen outside its process: it may run again, once.
-          if (err.effects || attempt >= 1) return fail(diedFailure(err.outOfMemory));
+          // Nothing of this run was seen outside its process, and other tenants' runs were in it
+          // too (its own code may not be the cause): it runs again, once, in a process of its
+          // tenant's own. A run alone with its tenant's runs is not: its code ended the process.
+          if (err.effects || err.tenants <= 1 || attempt >= 1) return fail(diedFailure(err.outOfMemory));
         }
       }
     } finally {

@@ -1,16 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { call, createApplication } from '../helpers/http.ts';
+import { call, createApplication, createOtherTenant } from '../helpers/http.ts';
 import { startReceiver, type Receiver } from '../helpers/receiver.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { until } from '../helpers/until.ts';
 
 /**
- * REACTOR_CONCURRENCY: runs past it wait (up to ten times as many), and past that they are
- * turned away with 429 before anything starts — no request id, no events, no stored result.
+ * SANDBOX_CONCURRENCY and a tenant's share of it: a tenant's runs past its share wait (up to
+ * SANDBOX_TENANT_QUEUE), and past that they are turned away with 429 before anything starts —
+ * no request id, no events, no stored result. Another tenant's runs do not wait behind them.
  */
-describe('reactor runs past REACTOR_CONCURRENCY', () => {
+describe('reactor runs past a tenant\'s share', () => {
   let server: TestServer;
   let sql: pg.Client;
   let receiver: Receiver;
@@ -18,7 +19,7 @@ describe('reactor runs past REACTOR_CONCURRENCY', () => {
 
   before(async () => {
     receiver = await startReceiver();
-    server = await startTestServer({ REACTOR_CONCURRENCY: '1', OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    server = await startTestServer({ SANDBOX_CONCURRENCY: '2', SANDBOX_TENANT_CONCURRENCY: '1', SANDBOX_TENANT_QUEUE: '10', OUTBOUND_ALLOWLIST: '127.0.0.1' });
     sql = new pg.Client({ connectionString: server.config.databaseUrl });
     await sql.connect();
     invoker = (await createApplication(server, { name: 'invoker', type: 'private', permissions: ['token:use'] })).key;
@@ -69,6 +70,29 @@ describe('reactor runs past REACTOR_CONCURRENCY', () => {
     )).rows[0];
     assert.deepEqual(counts, { invoked: ran, completed: ran, results: ran }, 'only the runs that started left a trace');
   });
+
+  it('a tenant whose share and queue are full delays no other tenant', async () => {
+    const gate = '/fair-gate';
+    const release = receiver.hold(gate);
+    const code = `module.exports = async () => { await fetch(${JSON.stringify(receiver.url(gate))}); return { raw: 'done' }; };`;
+    const slow = await call(server, 'POST', '/reactors', { key: server.key, body: { name: 'slow again', code, configuration: {} } });
+    assert.equal(slow.status, 201, slow.text);
+    const held = Array.from({ length: 11 }, () => call(server, 'POST', `/reactors/${slow.body.id}/react`, { key: invoker, body: {} }));
+    await until(() => receiver.at(gate).length === 1, 'the first run to reach the gate');
+
+    const other = await createOtherTenant(server);
+    const quick = await call(server, 'POST', '/reactors', { key: other.api_key, body: { name: 'quick', code: 'module.exports = async () => ({ raw: 42 });', configuration: {} } });
+    assert.equal(quick.status, 201, quick.text);
+    const otherInvoker = (await createApplication(server, { name: 'other invoker', type: 'private', permissions: ['token:use'] }, other.api_key)).key;
+    for (let i = 0; i < 3; i++) {
+      const res = await call(server, 'POST', `/reactors/${quick.body.id}/react`, { key: otherInvoker, body: {} });
+      assert.equal(res.status, 200, res.text);
+      assert.equal(res.body.raw, 42);
+    }
+    assert.equal(receiver.at(gate).length, 1, 'the first tenant still holds its one slot, its queue waiting');
+    release();
+    for (const res of await Promise.all(held)) assert.equal(res.status, 200, res.text);
+  });
 });
 
 /**
@@ -94,7 +118,7 @@ describe('reactor runs under an idempotency key', () => {
   }
 
   it('do not wait for a busy slot: 429 at once, and the key is free for the retry', async () => {
-    const server = await startTestServer({ REACTOR_CONCURRENCY: '1', OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    const server = await startTestServer({ SANDBOX_CONCURRENCY: '1', OUTBOUND_ALLOWLIST: '127.0.0.1' });
     try {
       const gate = '/idem-wait';
       const release = receiver.hold(gate);
@@ -122,7 +146,7 @@ describe('reactor runs under an idempotency key', () => {
   });
 
   it('take at most half the pool\'s connections; runs without a key still get slots', async () => {
-    const server = await startTestServer({ REACTOR_CONCURRENCY: '4', DATABASE_POOL_SIZE: '2', OUTBOUND_ALLOWLIST: '127.0.0.1' });
+    const server = await startTestServer({ SANDBOX_CONCURRENCY: '4', SANDBOX_TENANT_CONCURRENCY: '4', DATABASE_POOL_SIZE: '2', OUTBOUND_ALLOWLIST: '127.0.0.1' });
     try {
       const gate = '/idem-pool';
       const release = receiver.hold(gate);

@@ -594,6 +594,11 @@ function noDetokenizer(entry: Live): ApiError {
 }
 
 function transformFailed(what: string, f: SandboxFailure): ApiError {
+  if (f.kind === 'busy') {
+    const busy = new ApiError(429, `${what} could not run: too many transforms and reactors of this tenant are in progress; retry shortly.`);
+    busy.retryAfterSeconds = 1;
+    return busy;
+  }
   const status = f.status >= 400 && f.status <= 599 ? f.status : 500;
   return new ApiError(status, `${what} failed: ${f.detail}`);
 }

@@ -12,7 +12,7 @@ import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
 import { storableUrl } from '../../outbound/storable-url.ts';
-import { configurationTooLarge, DEFAULT_LIMITS, type Sandbox, type SdkHost } from '../../sandbox/index.ts';
+import { configurationTooLarge, DEFAULT_LIMITS, type RunResult, type Sandbox, type SdkHost } from '../../sandbox/index.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
@@ -49,7 +49,7 @@ export type Reactor = Omit<ReactorRow, 'configuration_ciphertext' | 'configurati
 export type ReactorView = Reactor & { application: { id: string; name: string; type: string } | undefined };
 /** What a run produces: the spec's Reactor Response, or a problem (`data` is what the code's error class carried). */
 
-export type ReactorLimits = { syncTimeoutMs: number; asyncTimeoutMs: number; memoryMb: number; maxTokens: number; concurrency: number };
+export type ReactorLimits = { syncTimeoutMs: number; asyncTimeoutMs: number; memoryMb: number; maxTokens: number };
 
 export const RUN_JOB = 'reactor.run';
 /** The change notice topic of reactors (src/db/notifications.ts): an update or delete clears every process's cache. */
@@ -76,15 +76,18 @@ export function createReactorService(deps: {
 }) {
   const { db, groupCommit, vault, logs, events, sandbox, outbound, applications, tokens, detokenize, limits, log, notifier } = deps;
   const resultTable = groupCommit.table<ResultWrite>('reactor_results', { insert: insertResultsStatement });
-  // Each concurrent run holds an isolate of up to memoryMb: bound them, and refuse a backlog.
-  const gate = new Gate(limits.concurrency, { maxQueue: limits.concurrency * 10, refuse: () => new BusyError() });
+  // The sandbox admits runs by tenant (its share of the runs at once, and of the queue); past
+  // it, a run ends in a `busy` failure, answered with 429.
   // A run under an idempotency key is inside its request's transaction, so it holds one of the
   // pool's connections from before it is admitted until its reply is sent. Such runs never
   // wait for a slot, and at most half the pool is theirs: slow code run with idempotency keys
   // cannot take every connection the other requests of every tenant need.
   const holding = () => new BusyError(HOLDING);
   const heldRuns = new Gate(Math.max(1, Math.floor((db.pool.options.max ?? 10) / 2)), { refuse: holding });
-  const admit = <T>(run: () => Promise<T>): Promise<T> => (db.inTransaction() ? heldRuns.tryRun(() => gate.tryRun(run, holding)) : gate.run(run));
+  const admit = (run: (wait: boolean) => Promise<RunResult>): Promise<RunResult> =>
+    db.inTransaction()
+      ? heldRuns.tryRun(async () => refuseBusy(await run(false), HOLDING))
+      : run(true).then((r) => refuseBusy(r));
 
   // The reactors that react and react-async invoke, by tenant and id, with the configuration
   // decrypted: held in memory only (never logged), for a few seconds, and cleared by any change
@@ -206,7 +209,8 @@ export function createReactorService(deps: {
     const app = await appPrincipal(reactor);
     const tokenSdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body')) : undefined;
     const sdk = tokenSdk && beforeEgress ? gated(tokenSdk, beforeEgress) : tokenSdk;
-    const result = await admit(() => sandbox.run({
+    const result = await admit((wait) => sandbox.run({
+      wait,
       tenantId: reactor.tenant_id,
       cacheKey: `${reactor.tenant_id}:${reactor.id}:${reactor.version}`,
       code: reactor.code,
@@ -575,9 +579,15 @@ const validReactorBody = compileValidator<ReactorInput>(ReactorBody);
 /** The gate's refusal: the run never started. */
 class BusyError extends ApiError {
   constructor(why = '') {
-    super(429, `Too many reactor runs are in progress${why}; retry shortly.`);
+    super(429, `Too many reactor runs of this tenant are in progress${why}; retry shortly.`);
     this.retryAfterSeconds = 1;
   }
+}
+
+/** A run the sandbox refused for its tenant's share being full, as the 429 reactor callers get. */
+function refuseBusy(result: RunResult, why = ''): RunResult {
+  if (!result.ok && result.error.kind === 'busy') throw new BusyError(why);
+  return result;
 }
 
 const HOLDING = ', and a run under SVC-IDEMPOTENCY-KEY does not wait for one to finish (it holds a database connection while it waits)';

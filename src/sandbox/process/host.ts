@@ -12,16 +12,24 @@ import type { CallFailure, CallMessage, ChildOptions, FromChild, ReplyMessage, S
 
 const CHILD = path.join(import.meta.dirname, 'child.ts');
 
-/** A run's process ended before the run did. `effects`: the run had asked for an SDK call or a fetch. */
+/**
+ * A run's process ended before the run did. `effects`: the run had asked for an SDK call or a
+ * fetch. `tenants`: how many tenants had runs in the process then (1: only the run's own).
+ */
 export class ProcessDied extends Error {
   readonly effects: boolean;
   readonly outOfMemory: boolean;
-  constructor(effects: boolean, outOfMemory: boolean) {
+  readonly tenants: number;
+  constructor(effects: boolean, outOfMemory: boolean, tenants = 0) {
     super('the sandbox process ended');
     this.effects = effects;
     this.outOfMemory = outOfMemory;
+    this.tenants = tenants;
   }
 }
+
+/** What V8 writes when it ends a process for want of memory. */
+const OUT_OF_MEMORY = /out of memory|Last few GCs|last resort|allocation failed/i;
 
 /** Performs a run's host call; the sandbox facade wraps the run's functions with its limits. */
 export type CallPerformer = (active: ActiveRun, message: CallMessage) => Promise<{ ok: true; json: string | undefined } | { ok: false; error: CallFailure }>;
@@ -54,8 +62,12 @@ export class SandboxProcess {
   readonly #perform: CallPerformer;
   readonly #ready: Promise<boolean>;
   #nextRun = 0;
+  /** Runs waiting for the process to be ready. */
+  #starting = 0;
   #dead = false;
   #stderr = '';
+  /** Called once the process's end has been handled. */
+  #exited: () => void = () => undefined;
   stats: Stats = { warmIsolates: 0, warmBytes: 0 };
 
   constructor(opts: {
@@ -95,17 +107,25 @@ export class SandboxProcess {
       else if (m.t === 'call') this.#call(m);
     });
     this.#child.on('error', () => this.#child.kill('SIGKILL'));
-    this.#child.on('exit', (code, signal) => {
+    // Handled once what it wrote to stderr has been read (its pipe ended), or shortly after its
+    // exit: 'close' never comes for a process whose channel this side disconnected.
+    const stderrEnded = new Promise<void>((resolve) => this.#child.stderr!.once('close', () => resolve()));
+    this.#child.once('exit', (code, signal) => {
       this.#dead = true;
       ready(false);
-      const outOfMemory = /out of memory|heap limit|allocation failed/i.test(this.#stderr);
-      const tenants = this.tenants();
-      for (const [, e] of this.#runs) {
-        clearTimeout(e.deadline);
-        e.reject(new ProcessDied(e.effects, outOfMemory));
-      }
-      this.#runs.clear();
-      opts.onExit(this, { code, signal, stderr: this.#stderr, outOfMemory, tenants });
+      let timer: NodeJS.Timeout | undefined;
+      void Promise.race([stderrEnded, new Promise<void>((resolve) => (timer = setTimeout(resolve, 200)))]).then(() => {
+        clearTimeout(timer);
+        const outOfMemory = OUT_OF_MEMORY.test(this.#stderr);
+        const tenants = this.tenants();
+        for (const [, e] of this.#runs) {
+          clearTimeout(e.deadline);
+          e.reject(new ProcessDied(e.effects, outOfMemory, tenants.size));
+        }
+        this.#runs.clear();
+        opts.onExit(this, { code, signal, stderr: this.#stderr, outOfMemory, tenants });
+        this.#exited();
+      });
     });
   }
 
@@ -129,7 +149,16 @@ export class SandboxProcess {
 
   /** Resolves with the run's result, or rejects with ProcessDied. `timeoutMs`: the run's own limit. */
   async run(r: RunRequest, timeoutMs: number): Promise<RunResult> {
-    if (!(await this.#ready) || this.#dead) throw new ProcessDied(false, false);
+    this.#starting++;
+    this.#busy();
+    let ready: boolean;
+    try {
+      ready = await this.#ready;
+    } finally {
+      this.#starting--;
+      if (this.#starting === 0 && this.#runs.size === 0) this.#idle();
+    }
+    if (!ready || this.#dead) throw new ProcessDied(false, false);
     const run = ++this.#nextRun;
     const sdk = r.sdk ? Object.keys(r.sdk).filter((k) => typeof r.sdk![k] === 'function') : null;
     return new Promise<RunResult>((resolve, reject) => {
@@ -148,7 +177,7 @@ export class SandboxProcess {
     if (!e) return;
     this.#runs.delete(run);
     clearTimeout(e.deadline);
-    if (this.#runs.size === 0) this.#idle();
+    if (this.#runs.size === 0 && this.#starting === 0) this.#idle();
     e.resolve(result);
   }
 
@@ -190,7 +219,7 @@ export class SandboxProcess {
   /** Lets the process go once it has nothing to do; ends it after `waitMs` regardless. */
   async close(waitMs: number): Promise<void> {
     if (this.#dead) return;
-    const exited = new Promise<void>((resolve) => this.#child.once('exit', () => resolve()));
+    const exited = new Promise<void>((resolve) => (this.#exited = resolve));
     if (this.#child.connected) this.#child.disconnect();
     const timer = setTimeout(() => this.kill(), waitMs);
     await exited;
