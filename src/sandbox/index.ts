@@ -52,8 +52,6 @@ export type SandboxOptions = {
   tenantHostCalls?: number;
   /** How long a tenant whose runs were in a process that ended runs in a process of its own, in ms. */
   quarantineMs?: number;
-  /** Processes of their own for quarantined tenants at most; past it they share one. */
-  maxQuarantineProcesses?: number;
   /** Added to sandbox processes' nice value (0: none). */
   nice?: number;
   log?: { warn(obj: object, msg: string): void };
@@ -66,12 +64,15 @@ export const SANDBOX_DEFAULTS = Object.freeze({
   hostCallBudgetMs: 10_000,
   tenantHostCalls: 8,
   quarantineMs: 10 * 60_000,
-  maxQuarantineProcesses: 4,
   nice: 10,
 });
 
-/** A process group: `shared:N`, a quarantined tenant's own, or the quarantined tenants' overflow. */
-const OVERFLOW = 'quarantine';
+/**
+ * A quarantined tenant's process ends when it has run nothing for this long (its next run
+ * starts another): the processes alive are then the shared ones and those of the quarantined
+ * tenants running code, which the admission bounds (at most `concurrency`).
+ */
+const QUARANTINE_IDLE_MS = 30_000;
 
 function positive(v: number | undefined, fallback: number): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : fallback;
@@ -102,8 +103,10 @@ export class Sandbox {
   readonly #checker: IsolateSandbox;
   readonly #gate: FairGate;
   readonly #groups = new Map<string, SandboxProcess>();
-  /** Quarantined tenants: their group, until when. */
-  readonly #quarantine = new Map<string, { group: string; until: number }>();
+  /** Quarantined tenants: until when. Each runs in the group `tenant:<id>`. */
+  readonly #quarantine = new Map<string, number>();
+  /** Idle quarantine processes, ended when their timer fires. */
+  readonly #idleTimers = new Map<string, NodeJS.Timeout>();
   readonly #hostGates = new Map<string, { gate: Gate; users: number }>();
   readonly #inflight = new Set<Promise<unknown>>();
   #restarts = 0;
@@ -120,7 +123,6 @@ export class Sandbox {
       hostCallBudgetMs: positive(opts.hostCallBudgetMs, SANDBOX_DEFAULTS.hostCallBudgetMs),
       tenantHostCalls: positive(opts.tenantHostCalls, SANDBOX_DEFAULTS.tenantHostCalls),
       quarantineMs: typeof opts.quarantineMs === 'number' && opts.quarantineMs >= 0 ? opts.quarantineMs : SANDBOX_DEFAULTS.quarantineMs,
-      maxQuarantineProcesses: typeof opts.maxQuarantineProcesses === 'number' && opts.maxQuarantineProcesses >= 0 ? Math.floor(opts.maxQuarantineProcesses) : SANDBOX_DEFAULTS.maxQuarantineProcesses,
       nice: typeof opts.nice === 'number' && opts.nice >= 0 ? Math.floor(opts.nice) : SANDBOX_DEFAULTS.nice,
     };
     this.#limits = opts.limits;
@@ -152,6 +154,11 @@ export class Sandbox {
   /** Sandbox processes running now. */
   get processes(): number {
     return this.#groups.size;
+  }
+
+  /** The process ids of the sandbox processes running now. */
+  get pids(): number[] {
+    return [...this.#groups.values()].map((p) => p.pid).filter((pid): pid is number => pid !== undefined);
   }
 
   /** Sandbox processes that ended unexpectedly since start. */
@@ -198,8 +205,9 @@ export class Sandbox {
       const timeoutMs = positive(r.limits?.timeoutMs, positive(this.#limits?.timeoutMs, DEFAULT_LIMITS.timeoutMs));
       for (let attempt = 0; ; attempt++) {
         if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
+        const group = this.#groupOf(r.tenantId);
         try {
-          return await this.#processFor(r.tenantId).run(r, timeoutMs);
+          return await this.#processFor(group).run(r, timeoutMs);
         } catch (err) {
           if (!(err instanceof ProcessDied)) return fail(runtimeFailure());
           if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
@@ -207,6 +215,8 @@ export class Sandbox {
           // too (its own code may not be the cause): it runs again, once, in a process of its
           // tenant's own. A run alone with its tenant's runs is not: its code ended the process.
           if (err.effects || err.tenants <= 1 || attempt >= 1) return fail(diedFailure(err.outOfMemory));
+        } finally {
+          this.#ranIn(group);
         }
       }
     } finally {
@@ -214,12 +224,17 @@ export class Sandbox {
     }
   }
 
-  /** The process a tenant's runs go to now: its own while quarantined, else its shared one. */
-  #processFor(tenantId: string): SandboxProcess {
-    const q = this.#quarantine.get(tenantId);
-    let group = `shared:${hash(tenantId) % this.#opts.processes}`;
-    if (q && q.until > Date.now()) group = q.group;
-    else if (q) this.#endQuarantine(tenantId, q.group);
+  /** The group of processes a tenant's runs go to now: its own while quarantined, else its shared one. */
+  #groupOf(tenantId: string): string {
+    const until = this.#quarantine.get(tenantId);
+    if (until !== undefined && until > Date.now()) return `tenant:${tenantId}`;
+    if (until !== undefined) this.#quarantine.delete(tenantId);
+    return `shared:${hash(tenantId) % this.#opts.processes}`;
+  }
+
+  #processFor(group: string): SandboxProcess {
+    clearTimeout(this.#idleTimers.get(group));
+    this.#idleTimers.delete(group);
     let p = this.#groups.get(group);
     if (!p || p.dead) {
       p = new SandboxProcess({ child: this.#childOptions, perform: this.#perform, nice: this.#opts.nice, onExit: (gone, info) => this.#exited(group, gone, info) });
@@ -228,17 +243,19 @@ export class Sandbox {
     return p;
   }
 
-  #endQuarantine(tenantId: string, group: string): void {
-    this.#quarantine.delete(tenantId);
-    for (const q of this.#quarantine.values()) if (q.group === group) return;
+  /** After a run in `group`: a quarantine process left idle goes after a while. */
+  #ranIn(group: string): void {
     const p = this.#groups.get(group);
-    // A process with runs in flight keeps them; it goes when a later run finds it idle.
-    if (p && p.load === 0) {
+    if (!group.startsWith('tenant:') || !p || p.load > 0 || this.#disposed) return;
+    clearTimeout(this.#idleTimers.get(group));
+    const timer = setTimeout(() => {
+      this.#idleTimers.delete(group);
+      if (this.#groups.get(group) !== p || p.load > 0) return;
       this.#groups.delete(group);
       void p.close(1000);
-    } else if (p) {
-      this.#quarantine.set(tenantId, { group, until: Date.now() + 1000 });
-    }
+    }, QUARANTINE_IDLE_MS);
+    timer.unref();
+    this.#idleTimers.set(group, timer);
   }
 
   #exited(group: string, p: SandboxProcess, info: { code: number | null; signal: string | null; stderr: string; outOfMemory: boolean; tenants: Set<string> }): void {
@@ -249,14 +266,9 @@ export class Sandbox {
       { group, code: info.code, signal: info.signal, outOfMemory: info.outOfMemory, tenants: [...info.tenants], stderr: info.stderr.slice(-1024) },
       'a sandbox process ended unexpectedly; the tenants with runs in it now run in processes of their own',
     );
-    const until = Date.now() + this.#opts.quarantineMs;
     if (this.#opts.quarantineMs === 0) return;
-    for (const tenantId of info.tenants) {
-      const known = this.#quarantine.get(tenantId);
-      const own = new Set([...this.#quarantine.values()].map((q) => q.group).filter((g) => g !== OVERFLOW));
-      const group = known?.group ?? (own.size < this.#opts.maxQuarantineProcesses ? `tenant:${tenantId}` : OVERFLOW);
-      this.#quarantine.set(tenantId, { group, until });
-    }
+    const until = Date.now() + this.#opts.quarantineMs;
+    for (const tenantId of info.tenants) this.#quarantine.set(tenantId, until);
   }
 
   /** Answers a run's SDK call or fetch with the run's own function, within the run's and the tenant's bounds. */
@@ -315,6 +327,8 @@ export class Sandbox {
    */
   async dispose(waitMs = 2000): Promise<void> {
     this.#disposed = true;
+    for (const timer of this.#idleTimers.values()) clearTimeout(timer);
+    this.#idleTimers.clear();
     const closing = [...this.#groups.values()].map((p) => p.close(waitMs));
     this.#groups.clear();
     await this.#checker.dispose(waitMs);

@@ -66,6 +66,7 @@ export class SandboxProcess {
   #starting = 0;
   #dead = false;
   #stderr = '';
+  #closing = false;
   /** Called once the process's end has been handled. */
   #exited: () => void = () => undefined;
   stats: Stats = { warmIsolates: 0, warmBytes: 0 };
@@ -127,6 +128,11 @@ export class SandboxProcess {
         this.#exited();
       });
     });
+  }
+
+  /** close() was called: its end is expected. */
+  get closing(): boolean {
+    return this.#closing;
   }
 
   get dead(): boolean {
@@ -218,6 +224,7 @@ export class SandboxProcess {
 
   /** Lets the process go once it has nothing to do; ends it after `waitMs` regardless. */
   async close(waitMs: number): Promise<void> {
+    this.#closing = true;
     if (this.#dead) return;
     const exited = new Promise<void>((resolve) => (this.#exited = resolve));
     if (this.#child.connected) this.#child.disconnect();
