@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { call, createApplication, createOtherTenant, createToken } from '../helpers/http.ts';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+
+/**
+ * Code one tenant writes must not take Coffer down for the others: through the HTTP API, a
+ * reactor and an anonymous proxy's request transform whose code V8 cannot contain in its
+ * isolate (it ends the whole process it runs in) fail on their own, while another tenant's
+ * token reads and reactor calls go on answering.
+ */
+const BOMB = `module.exports = () => { const o = {}; for (let i = 0; i < 2e6; i++) o['k' + i] = 1; return { raw: 1 }; };`;
+const TRANSFORM_BOMB = `module.exports = async function (req) { const o = {}; for (let i = 0; i < 2e6; i++) o['k' + i] = 1; return { body: 'x' }; };`;
+
+describe('a hostile tenant\'s code', () => {
+  let server: TestServer;
+  let destination: http.Server;
+  let destinationUrl: string;
+
+  before(async () => {
+    destination = http.createServer((_req, res) => res.end('{}'));
+    await new Promise<void>((r) => destination.listen(0, '127.0.0.1', r));
+    destinationUrl = `http://127.0.0.1:${(destination.address() as { port: number }).port}/api`;
+    server = await startTestServer({ OUTBOUND_ALLOWLIST: '127.0.0.1', SANDBOX_PROCESSES: '1' });
+  });
+  after(async () => {
+    await server?.stop();
+    await new Promise((r) => destination?.close(r));
+  });
+
+  it('ends only the runs of its own, through a reactor and an anonymous proxy\'s transform', async () => {
+    // The victim: a token, a reader and a trivial reactor of another tenant.
+    const victim = await createOtherTenant(server);
+    const reader = (await createApplication(server, { name: 'reader', type: 'private', permissions: ['token:read', 'token:create', 'token:use'] }, victim.api_key)).key;
+    const tokenId = await createToken(server, reader, { type: 'token', data: { secret: 'victim data' } });
+    const quick = await call(server, 'POST', '/reactors', { key: victim.api_key, body: { name: 'quick', code: 'module.exports = async (req) => ({ raw: req.args.n * 2 });', configuration: {} } });
+    assert.equal(quick.status, 201, quick.text);
+
+    // The attacker: a reactor and an anonymous proxy, each with code that ends its process.
+    const bomb = await call(server, 'POST', '/reactors', { key: server.key, body: { name: 'bomb', code: BOMB, configuration: {} } });
+    assert.equal(bomb.status, 201, bomb.text);
+    const invoker = (await createApplication(server, { name: 'invoker', type: 'private', permissions: ['token:use'] })).key;
+    const proxy = await call(server, 'POST', '/proxies', { key: server.key, body: { name: 'bomb', destination_url: destinationUrl, require_auth: false, request_transform: { code: TRANSFORM_BOMB } } });
+    assert.equal(proxy.status, 201, proxy.text);
+
+    let stop = false;
+    const victimErrors: string[] = [];
+    let victimRequests = 0;
+    const victimLoop = (async () => {
+      for (let n = 0; !stop; n++) {
+        const read = await call(server, 'GET', `/tokens/${tokenId}`, { key: reader });
+        const react = await call(server, 'POST', `/reactors/${quick.body.id}/react`, { key: reader, body: { args: { n } } });
+        victimRequests += 2;
+        if (read.status !== 200 || read.body.id !== tokenId) victimErrors.push(`read ${read.status} ${read.text.slice(0, 300)}`);
+        if (react.status !== 200 || react.body.raw !== n * 2) victimErrors.push(`react ${react.status} ${react.text.slice(0, 300)}`);
+      }
+    })();
+
+    const attacks = await Promise.all([
+      call(server, 'POST', `/reactors/${bomb.body.id}/react`, { key: invoker, body: {} }),
+      call(server, 'POST', '/proxy', { headers: { 'svc-proxy-key': proxy.body.key }, body: { a: 1 } }),
+      call(server, 'POST', `/reactors/${bomb.body.id}/react`, { key: invoker, body: {} }),
+    ]);
+    stop = true;
+    await victimLoop;
+
+    for (const res of attacks) {
+      assert.equal(res.status, 422, res.text);
+      assert.match(res.body.detail ?? res.text, /out of memory|memory limit/, res.text);
+    }
+    assert.deepEqual(victimErrors.slice(0, 5), [], `${victimErrors.length} of ${victimRequests} requests failed`);
+    assert.ok(victimRequests > 0);
+    const ping = await call(server, 'GET', '/ping');
+    assert.equal(ping.status, 200);
+    assert.ok(server.running.services.sandbox.restarts >= 1, 'the code did end a sandbox process');
+  });
+});
