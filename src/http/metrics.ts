@@ -26,6 +26,8 @@ const GROUP_COMMIT_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0
 // A warm run of small code takes a fraction of a millisecond: the first bounds tell those apart.
 const SANDBOX_BUCKETS = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
+type SandboxGauges = { readonly warmIsolates: number; readonly processes: number; readonly restarts: number; readonly runs: { active: number; waiting: number } };
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
@@ -34,7 +36,7 @@ export class Metrics {
   private readonly runSeconds: Histogram<'purpose' | 'outcome'>;
   private readonly groupCommitWrites: Histogram;
   private readonly groupCommitSeconds: Histogram<'outcome'>;
-  private warmIsolates: () => number = () => 0;
+  private sandbox: SandboxGauges = { warmIsolates: 0, processes: 0, restarts: 0, runs: { active: 0, waiting: 0 } };
   private queuedWrites: () => number = () => 0;
   private snapshot: Promise<QueueStats[] | undefined> | undefined;
 
@@ -86,7 +88,11 @@ export class Metrics {
     const readGauge = (name: string, help: string, read: () => number) =>
       new Gauge({ name, help, registers, collect() { this.set(read()); } });
     readGauge('coffer_db_group_commit_queued_writes', 'Writes waiting for the next group-commit statement.', () => this.queuedWrites());
-    readGauge('coffer_sandbox_warm_isolates', 'Idle isolates kept warm for the next run.', () => this.warmIsolates());
+    readGauge('coffer_sandbox_warm_isolates', 'Idle isolates kept warm for the next run.', () => this.sandbox.warmIsolates);
+    readGauge('coffer_sandbox_processes', 'Sandbox processes running user code now.', () => this.sandbox.processes);
+    readGauge('coffer_sandbox_process_ends', 'Sandbox processes that ended unexpectedly (out of memory, crashed or stuck) since start.', () => this.sandbox.restarts);
+    readGauge('coffer_sandbox_runs_active', 'Runs of user code in progress.', () => this.sandbox.runs.active);
+    readGauge('coffer_sandbox_runs_waiting', 'Runs of user code waiting for their tenant\'s share.', () => this.sandbox.runs.waiting);
 
     // Read before the queue gauges below, whose query would otherwise count itself as pool use.
     readGauge('coffer_db_pool_connections', 'Connections open in the database pool.', () => db.pool.totalCount);
@@ -142,8 +148,8 @@ export class Metrics {
     this.runSeconds.observe(labels, result.durationMs / 1000);
   };
 
-  watchSandbox(sandbox: { readonly warmIsolates: number }): void {
-    this.warmIsolates = () => sandbox.warmIsolates;
+  watchSandbox(sandbox: SandboxGauges): void {
+    this.sandbox = sandbox;
   }
 
   /** Hands the group commit its statement observer. */

@@ -100,6 +100,9 @@ describe('GET /metrics', () => {
     assert.equal(valueOf(samples, 'coffer_sandbox_run_duration_seconds_count', { purpose: 'reactor', outcome: 'ok' }), 2);
     assert.ok(valueOf(samples, 'coffer_sandbox_run_duration_seconds_sum', { purpose: 'reactor', outcome: 'ok' })! > 0);
     assert.ok(valueOf(samples, 'coffer_sandbox_warm_isolates')! >= 1, 'the isolates that ran are kept warm');
+    assert.ok(valueOf(samples, 'coffer_sandbox_processes')! >= 1, 'the code ran in a sandbox process, still there');
+    assert.equal(valueOf(samples, 'coffer_sandbox_process_ends'), 0);
+    assert.equal(valueOf(samples, 'coffer_sandbox_runs_active'), 0);
   });
 
   it('reports the job queue by kind and status, with the age of the oldest due job', async () => {

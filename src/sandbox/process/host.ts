@@ -115,7 +115,7 @@ export class SandboxProcess {
       this.#dead = true;
       ready(false);
       let timer: NodeJS.Timeout | undefined;
-      void Promise.race([stderrEnded, new Promise<void>((resolve) => (timer = setTimeout(resolve, 200)))]).then(() => {
+      void Promise.race([stderrEnded, new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)))]).then(() => {
         clearTimeout(timer);
         const outOfMemory = OUT_OF_MEMORY.test(this.#stderr);
         const tenants = this.tenants();
@@ -170,11 +170,25 @@ export class SandboxProcess {
     return new Promise<RunResult>((resolve, reject) => {
       // The isolate's own deadline ends the run inside the process; silence far past it means
       // the process itself is stuck, and only ending it frees what it holds.
-      const deadline = setTimeout(() => this.kill(), timeoutMs + HUNG_GRACE_MS);
-      this.#runs.set(run, { request: r, effects: false, hostMs: 0, pendingSdk: 0, pendingSince: 0, resolve, reject, deadline });
+      const entry: Entry = { request: r, effects: false, hostMs: 0, pendingSdk: 0, pendingSince: 0, resolve, reject, deadline: undefined as unknown as NodeJS.Timeout };
+      entry.deadline = this.#watch(run, entry, timeoutMs + HUNG_GRACE_MS);
+      this.#runs.set(run, entry);
       this.#busy();
       this.#send({ t: 'run', run, tenantId: r.tenantId, cacheKey: r.cacheKey, code: r.code, req: r.req, limits: r.limits, sdk, fetch: typeof r.fetch === 'function' });
     });
+  }
+
+  /**
+   * Ends the process if `run` is still in it `ms` from now. A timer that fires late means this
+   * process's own event loop was held: the answer may be waiting unread, so it waits once more.
+   */
+  #watch(run: number, e: Entry, ms: number): NodeJS.Timeout {
+    const due = performance.now() + ms;
+    return setTimeout(() => {
+      if (this.#runs.get(run) !== e) return;
+      if (performance.now() - due > 1000) e.deadline = this.#watch(run, e, HUNG_GRACE_MS);
+      else this.kill();
+    }, ms);
   }
 
   #done(run: number, result: RunResult, stats: Stats): void {
