@@ -40,7 +40,28 @@ const WHOLE_NUMBERS = [
     name: 'SANDBOX_WARM_MEMORY_MB', field: 'sandboxWarmMemoryMb', byDefault: 512, taken: [0, 2048], bad: ['-1', '1048577', '512MB', '1.5', 'abc'],
     message: /SANDBOX_WARM_MEMORY_MB must be a whole number from 0 to 1048576/,
   },
+  { name: 'SANDBOX_PROCESSES', field: 'sandboxProcesses', byDefault: 2, taken: [1, 64], bad: ['0', '65', 'abc'], message: /SANDBOX_PROCESSES/ },
+  { name: 'SANDBOX_TENANT_QUEUE', field: 'sandboxTenantQueue', byDefault: 40, taken: [0, 500], bad: ['-1', '100001'], message: /SANDBOX_TENANT_QUEUE/ },
+  { name: 'SANDBOX_HOST_CALL_BUDGET_MS', field: 'sandboxHostCallBudgetMs', byDefault: 10_000, taken: [1, 60_000], bad: ['0', '3600001'], message: /SANDBOX_HOST_CALL_BUDGET_MS/ },
+  { name: 'SANDBOX_TENANT_HOST_CALLS', field: 'sandboxTenantHostCalls', byDefault: 8, taken: [1, 1000], bad: ['0', '1001'], message: /SANDBOX_TENANT_HOST_CALLS/ },
+  // 0: no quarantine.
+  { name: 'SANDBOX_QUARANTINE_SECONDS', field: 'sandboxQuarantineSeconds', byDefault: 600, taken: [0, 86_400], bad: ['-1', '86401'], message: /SANDBOX_QUARANTINE_SECONDS/ },
+  { name: 'SANDBOX_NICE', field: 'sandboxNice', byDefault: 10, taken: [0, 19], bad: ['-1', '20'], message: /SANDBOX_NICE/ },
 ] as const;
+
+describe('SANDBOX_CONCURRENCY and a tenant\'s share of it', () => {
+  it('defaults to 8, of which a tenant holds half; REACTOR_CONCURRENCY, the older name, is read when it is not set', () => {
+    assert.deepEqual([loadConfig({}).sandboxConcurrency, loadConfig({}).sandboxTenantConcurrency], [8, 4]);
+    assert.deepEqual([loadConfig({ REACTOR_CONCURRENCY: '3' }).sandboxConcurrency, loadConfig({ REACTOR_CONCURRENCY: '3' }).sandboxTenantConcurrency], [3, 2]);
+    assert.equal(loadConfig({ REACTOR_CONCURRENCY: '3', SANDBOX_CONCURRENCY: '12' }).sandboxConcurrency, 12);
+    assert.equal(loadConfig({ SANDBOX_CONCURRENCY: '12', SANDBOX_TENANT_CONCURRENCY: '12' }).sandboxTenantConcurrency, 12);
+  });
+
+  it('refuses a tenant share above the whole, naming the setting', () => {
+    refuses('SANDBOX_TENANT_CONCURRENCY', ['0', '9'], /SANDBOX_TENANT_CONCURRENCY/);
+    refuses('SANDBOX_CONCURRENCY', ['0', '1001'], /SANDBOX_CONCURRENCY/);
+  });
+});
 
 for (const setting of WHOLE_NUMBERS) {
   describe(setting.name, () => {
