@@ -106,7 +106,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxConcurrency: read.int('SANDBOX_CONCURRENCY', read.int('REACTOR_CONCURRENCY', 8, 1, 1000), 1, 1000),
     sandboxTenantConcurrency: 0,
     sandboxTenantQueue: read.int('SANDBOX_TENANT_QUEUE', 40, 0, 100_000),
-    sandboxProcesses: read.int('SANDBOX_PROCESSES', 2, 1, 64),
+    sandboxProcesses: read.int('SANDBOX_PROCESSES', 1, 1, 64),
     sandboxHostCallBudgetMs: read.int('SANDBOX_HOST_CALL_BUDGET_MS', 10_000, 1, 3_600_000),
     sandboxTenantHostCalls: read.int('SANDBOX_TENANT_HOST_CALLS', 8, 1, 1000),
     sandboxQuarantineSeconds: read.int('SANDBOX_QUARANTINE_SECONDS', 600, 0, 86_400),
