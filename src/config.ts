@@ -20,6 +20,10 @@ export type Config = {
   sweepIntervalSeconds: number;
   workers: boolean;
   outboundAllowlist: string[];
+  /** Outbound requests in flight per destination origin (the keep-alive pool's size). */
+  outboundConnections: number;
+  /** Of those, the most one tenant may have at once. */
+  outboundTenantConnections: number;
   detokenizeLimit: number;
   jobPollMs: number;
   jobConcurrency: number;
@@ -70,6 +74,7 @@ type Env = Record<string, string | undefined>;
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new Reader(env, problems);
+  const outboundConnections = read.int('OUTBOUND_CONNECTIONS', 64, 1, 10_000);
 
   const config: Config = {
     port: read.int('PORT', 8080, 0, 65535),
@@ -86,6 +91,9 @@ export function loadConfig(env: Env = process.env): Config {
     sweepIntervalSeconds: read.int('SWEEP_INTERVAL_SECONDS', 30, 1, 86_400),
     workers: read.oneOf('WORKERS', '1', ['0', '1'], 'it switches background jobs on or off; the number of server processes is `coffer serve --workers N`') === '1',
     outboundAllowlist: read.allowlist('OUTBOUND_ALLOWLIST'),
+    outboundConnections,
+    // Unset, a quarter of them: one tenant's slow destination leaves three quarters to the others.
+    outboundTenantConnections: read.int('OUTBOUND_TENANT_CONNECTIONS', Math.max(1, Math.floor(outboundConnections / 4)), 1, 10_000),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
@@ -111,6 +119,11 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceSeconds: read.int('SHUTDOWN_GRACE_SECONDS', 20, 0, 600),
     corsOrigins: read.origins('CORS_ORIGINS'),
   };
+  if (config.outboundTenantConnections > config.outboundConnections) {
+    problems.push(
+      `OUTBOUND_TENANT_CONNECTIONS (${config.outboundTenantConnections}) must not be more than OUTBOUND_CONNECTIONS (${config.outboundConnections}): it is a tenant's share of them`,
+    );
+  }
   if (config.metricsPort !== undefined && read.optional('METRICS_TOKEN') === undefined) {
     problems.push('METRICS_PORT is set but METRICS_TOKEN is not: metrics are served only with a token');
   }

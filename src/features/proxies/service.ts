@@ -357,11 +357,12 @@ export function createProxyService(deps: {
     return createTokenSdk(principal, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body'));
   }
 
-  async function forward(url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
+  async function forward(tenantId: string, url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
     try {
       // A small answer of known length comes back read whole: the reply is then written with its
-      // headers in one write, and no stream is set up for it.
-      return await outbound.streamOrBuffer({ url, method, headers, body, timeoutMs: deps.timeoutMs }, BUFFERED_RESPONSE_BYTES);
+      // headers in one write, and no stream is set up for it. The call takes one of the tenant's
+      // share of the destination's connections (docs/outbound.md).
+      return await outbound.streamOrBuffer({ url, method, headers, body, timeoutMs: deps.timeoutMs, tenantId }, BUFFERED_RESPONSE_BYTES);
     } catch (err) {
       if (err instanceof OutboundError) throw destinationError(err, deps.timeoutMs);
       throw err;
@@ -523,7 +524,7 @@ export function createProxyService(deps: {
       }
       // A transformed response is read whole; ask for it unencoded (undici does not decompress).
       if (entry.row.response_transform) delete headers['accept-encoding'];
-      const res = await forward(url, inv.method, headers, bodyless ? undefined : body);
+      const res = await forward(entry.row.tenant_id, url, inv.method, headers, bodyless ? undefined : body);
       return respond(entry, res);
     },
   };
