@@ -97,6 +97,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     db, vault, logs, notifier, outbound, sandbox, authenticator, applications, detokenize, tokens,
     timeoutMs: config.proxyTimeoutMs,
     maxBodyBytes: config.proxyMaxBodyBytes,
+    maxDecompressedBytes: config.proxyMaxDecompressedBytes,
     anonymousRate: config.proxyAnonymousRate,
     anonymousBurst: config.proxyAnonymousBurst,
     cacheSeconds: config.authCacheSeconds,

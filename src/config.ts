@@ -38,6 +38,8 @@ export type Config = {
   webhookTimeoutMs: number;
   proxyTimeoutMs: number;
   proxyMaxBodyBytes: number;
+  /** The most a destination's compressed response may decompress to for a response transform. */
+  proxyMaxDecompressedBytes: number;
   proxyAnonymousRate: number;
   proxyAnonymousBurst: number;
   reactorTimeoutMs: number;
@@ -74,6 +76,7 @@ type Env = Record<string, string | undefined>;
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new Reader(env, problems);
+  const proxyMaxBodyBytes = read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600);
   const outboundConnections = read.int('OUTBOUND_CONNECTIONS', 64, 1, 10_000);
 
   const config: Config = {
@@ -111,7 +114,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetrySchedule: read.durations('WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE, 1, 86_400_000),
     webhookTimeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     proxyTimeoutMs: read.int('PROXY_TIMEOUT_MS', 25_000, 100, 300_000),
-    proxyMaxBodyBytes: read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600),
+    proxyMaxBodyBytes,
+    // Unset, the same as PROXY_MAX_BODY_BYTES: what a response transform reads, before and after decompression.
+    proxyMaxDecompressedBytes: read.int('PROXY_MAX_DECOMPRESSED_BYTES', proxyMaxBodyBytes, 1024, 104_857_600),
     proxyAnonymousRate: read.int('PROXY_ANONYMOUS_RATE', 20, 0, 100_000),
     proxyAnonymousBurst: read.int('PROXY_ANONYMOUS_BURST', 40, 1, 1_000_000),
     metricsToken: read.secret('METRICS_TOKEN', 16),

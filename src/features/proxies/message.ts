@@ -6,12 +6,12 @@
  * and the destination's failures as problem details. Nothing here calls out or keeps state.
  */
 import type { Readable } from 'node:stream';
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import secureJson from 'secure-json-parse';
 import { isTemplate } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
 import { assertDepth, MAX_BODY_DEPTH, nestsDeeperThan } from '../../http/json-body.ts';
 import { OutboundError } from '../../outbound/client.ts';
+import { decompress, DecompressionError } from '../../outbound/decompress.ts';
 
 /** Headers that belong to one connection (RFC 9110 §7.6.1), never carried across the proxy. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'host', 'content-length']);
@@ -262,17 +262,27 @@ export async function readAll(body: Readable | Buffer, limit: number, timeoutMs:
   return Buffer.concat(chunks, size);
 }
 
-export function decodeContent(raw: Buffer, headers: Record<string, string | string[]>): Buffer {
-  const encoding = header(headers, 'content-encoding')?.trim().toLowerCase();
+/**
+ * The destination's body as a response transform reads it: decompressed (gzip, deflate, br)
+ * to at most `maxBytes`, stopping as soon as it passes them (src/outbound/decompress.ts).
+ */
+export async function decodeContent(raw: Buffer, headers: Record<string, string | string[]>, maxBytes: number): Promise<Buffer> {
   try {
-    if (!encoding || encoding === 'identity') return raw;
-    if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipSync(raw);
-    if (encoding === 'deflate') return inflateSync(raw);
-    if (encoding === 'br') return brotliDecompressSync(raw);
-  } catch {
-    throw new ApiError(502, `The destination's ${encoding} response body could not be decoded.`);
+    return await decompress(raw, header(headers, 'content-encoding'), maxBytes);
+  } catch (err) {
+    if (!(err instanceof DecompressionError)) throw err;
+    switch (err.code) {
+      case 'too_large':
+        throw new ApiError(
+          502,
+          `The destination's ${err.coding} response decompresses to more than ${maxBytes} bytes (PROXY_MAX_DECOMPRESSED_BYTES), the most a response transform takes.`,
+        );
+      case 'invalid':
+        throw new ApiError(502, `The destination's ${err.coding} response body could not be decoded.`);
+      default:
+        throw new ApiError(502, `The destination's response uses the content encoding "${err.coding}", which a response transform cannot read.`);
+    }
   }
-  throw new ApiError(502, `The destination's response uses the content encoding "${encoding.slice(0, 40)}", which a response transform cannot read.`);
 }
 
 export function destinationError(err: OutboundError, timeoutMs: number): ApiError {

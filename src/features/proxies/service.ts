@@ -112,6 +112,8 @@ export function createProxyService(deps: {
   timeoutMs: number;
   /** Largest request body, and largest destination response a response transform buffers. */
   maxBodyBytes: number;
+  /** The most that response may decompress to. */
+  maxDecompressedBytes: number;
   /** Anonymous invocations per second per (proxy, client address); 0 turns the limit off. */
   anonymousRate: number;
   anonymousBurst: number;
@@ -122,8 +124,8 @@ export function createProxyService(deps: {
   const cache = new LiveCache<Live>(deps.cacheSeconds * 1000);
   notifier.onInvalidate(() => cache.invalidate());
   const buckets = new TokenBuckets(deps.anonymousRate, deps.anonymousBurst);
-  // JSON of a transform's input or output: the body plus headers and the rest.
-  const sandboxIoBytes = Math.max(1_048_576, 2 * deps.maxBodyBytes + 65_536);
+  // JSON of a transform's input or output: the body (a response's decompressed) plus headers and the rest.
+  const sandboxIoBytes = Math.max(1_048_576, 2 * Math.max(deps.maxBodyBytes, deps.maxDecompressedBytes) + 65_536);
 
   // ---- management -------------------------------------------------------------------
 
@@ -387,7 +389,7 @@ export function createProxyService(deps: {
       return { status: res.status, headers, body: res.body };
     }
     let raw = await readAll(res.body, deps.maxBodyBytes, deps.timeoutMs);
-    raw = decodeContent(raw, headers);
+    raw = await decodeContent(raw, headers, deps.maxDecompressedBytes);
     delete headers['content-encoding'];
     delete headers['content-length'];
     if (transform.type === 'mask') {
