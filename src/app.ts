@@ -56,7 +56,11 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const logs = createLogService({ db, groupCommit });
   const vault = new Vault(db, loadKeyring(config.cofferKeys, config.dataDir, log));
   // The one guarded client for every outbound call (webhooks, proxies, reactor fetch); closed by main.
-  const outbound = new OutboundClient({ allowlist: config.outboundAllowlist });
+  const outbound = new OutboundClient({
+    allowlist: config.outboundAllowlist,
+    connections: config.outboundConnections,
+    tenantConnections: config.outboundTenantConnections,
+  });
   const webhooks = createWebhookService({ db, vault, logs, outbound, maxAttempts: config.webhookMaxAttempts, timeoutMs: config.webhookTimeoutMs });
   const events = createEventService({ db, groupCommit, subscriber: (cte) => webhooks.deliveriesFor(cte) });
   // Keys need "does this application exist?"; applications need keys. The closure breaks the cycle.
@@ -104,6 +108,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     db, vault, logs, notifier, outbound, sandbox, authenticator, applications, detokenize, tokens,
     timeoutMs: config.proxyTimeoutMs,
     maxBodyBytes: config.proxyMaxBodyBytes,
+    maxDecompressedBytes: config.proxyMaxDecompressedBytes,
     anonymousRate: config.proxyAnonymousRate,
     anonymousBurst: config.proxyAnonymousBurst,
     cacheSeconds: config.authCacheSeconds,

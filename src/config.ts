@@ -20,6 +20,10 @@ export type Config = {
   sweepIntervalSeconds: number;
   workers: boolean;
   outboundAllowlist: string[];
+  /** Outbound requests in flight per destination origin (the keep-alive pool's size). */
+  outboundConnections: number;
+  /** Of those, the most one tenant may have at once. */
+  outboundTenantConnections: number;
   detokenizeLimit: number;
   jobPollMs: number;
   jobConcurrency: number;
@@ -34,6 +38,8 @@ export type Config = {
   webhookTimeoutMs: number;
   proxyTimeoutMs: number;
   proxyMaxBodyBytes: number;
+  /** The most a destination's compressed response may decompress to for a response transform. */
+  proxyMaxDecompressedBytes: number;
   proxyAnonymousRate: number;
   proxyAnonymousBurst: number;
   reactorTimeoutMs: number;
@@ -83,6 +89,8 @@ type Env = Record<string, string | undefined>;
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const read = new Reader(env, problems);
+  const proxyMaxBodyBytes = read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600);
+  const outboundConnections = read.int('OUTBOUND_CONNECTIONS', 64, 1, 10_000);
 
   const config: Config = {
     port: read.int('PORT', 8080, 0, 65535),
@@ -99,6 +107,9 @@ export function loadConfig(env: Env = process.env): Config {
     sweepIntervalSeconds: read.int('SWEEP_INTERVAL_SECONDS', 30, 1, 86_400),
     workers: read.oneOf('WORKERS', '1', ['0', '1'], 'it switches background jobs on or off; the number of server processes is `coffer serve --workers N`') === '1',
     outboundAllowlist: read.allowlist('OUTBOUND_ALLOWLIST'),
+    outboundConnections,
+    // Unset, a quarter of them: one tenant's slow destination leaves three quarters to the others.
+    outboundTenantConnections: read.int('OUTBOUND_TENANT_CONNECTIONS', Math.max(1, Math.floor(outboundConnections / 4)), 1, 10_000),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
@@ -123,7 +134,9 @@ export function loadConfig(env: Env = process.env): Config {
     webhookRetrySchedule: read.durations('WEBHOOK_RETRY_SCHEDULE', DEFAULT_WEBHOOK_RETRY_SCHEDULE, 1, 86_400_000),
     webhookTimeoutMs: read.int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     proxyTimeoutMs: read.int('PROXY_TIMEOUT_MS', 25_000, 100, 300_000),
-    proxyMaxBodyBytes: read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600),
+    proxyMaxBodyBytes,
+    // Unset, the same as PROXY_MAX_BODY_BYTES: what a response transform reads, before and after decompression.
+    proxyMaxDecompressedBytes: read.int('PROXY_MAX_DECOMPRESSED_BYTES', proxyMaxBodyBytes, 1024, 104_857_600),
     proxyAnonymousRate: read.int('PROXY_ANONYMOUS_RATE', 20, 0, 100_000),
     proxyAnonymousBurst: read.int('PROXY_ANONYMOUS_BURST', 40, 1, 1_000_000),
     metricsToken: read.secret('METRICS_TOKEN', 16),
@@ -133,6 +146,11 @@ export function loadConfig(env: Env = process.env): Config {
   };
   // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
   config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);
+  if (config.outboundTenantConnections > config.outboundConnections) {
+    problems.push(
+      `OUTBOUND_TENANT_CONNECTIONS (${config.outboundTenantConnections}) must not be more than OUTBOUND_CONNECTIONS (${config.outboundConnections}): it is a tenant's share of them`,
+    );
+  }
   if (config.metricsPort !== undefined && read.optional('METRICS_TOKEN') === undefined) {
     problems.push('METRICS_PORT is set but METRICS_TOKEN is not: metrics are served only with a token');
   }

@@ -17,12 +17,27 @@ const REDACT_PATHS = [
   'password',
 ];
 
-const SECRET_QUERY_NAME = 'svc-proxy-key';
+/**
+ * Query parameter names that carry credentials: a name holding any of these (decoded,
+ * case-insensitive) has its value redacted. `svc-` covers Coffer's own (`svc-proxy-key`, and
+ * `svc-api-key` sent where it does not belong); the rest are how other services name theirs
+ * (`api_key`, `access_token`, `client_secret`, `X-Amz-Signature`, `X-Amz-Credential`, …).
+ */
+const SECRET_NAME_PARTS = ['svc-', 'key', 'token', 'secret', 'passw', 'pwd', 'auth', 'signature', 'credential', 'session', 'cookie', 'jwt', 'bearer'];
+/** Too short to look for inside names (`design`, `passage`): secret only as a whole word of one (`sig`, `hmac_sig`). */
+const SECRET_NAME_WORDS = new Set(['sig', 'pass']);
+
+/** Whether a query parameter of this (raw) name is a credential, and so never logged. */
+export function isSecretQueryName(rawName: string): boolean {
+  const name = decodedName(rawName);
+  return SECRET_NAME_PARTS.some((part) => name.includes(part)) || name.split(/[^a-z0-9]+/).some((word) => SECRET_NAME_WORDS.has(word));
+}
 
 /**
- * Request URLs can carry the proxy key as a query parameter; it never reaches a log line.
- * Names are compared decoded and case-insensitively, as the proxy reads them, so
- * `svc%2Dproxy%2Dkey=…` or `SVC-PROXY-KEY=…` is redacted too.
+ * Request URLs can carry credentials as query parameters (the proxy key, keys meant for
+ * a destination); their values never reach a log line. Names are compared decoded and
+ * case-insensitively, as the proxy reads them, so `svc%2Dproxy%2Dkey=…` or `SVC-PROXY-KEY=…`
+ * is redacted too, and by substring, so a name mangled on its way (`??svc-proxy-key`) is as well.
  */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?');
@@ -30,8 +45,7 @@ export function redactUrl(url: string): string {
   const parts = url.slice(q + 1).split('&').map((part) => {
     const eq = part.indexOf('=');
     const name = eq === -1 ? part : part.slice(0, eq);
-    // `includes`: a name mangled on its way (`??svc-proxy-key`) still carries the key as its value.
-    return eq !== -1 && decodedName(name).includes(SECRET_QUERY_NAME) ? `${name}=[Redacted]` : part;
+    return eq !== -1 && isSecretQueryName(name) ? `${name}=[Redacted]` : part;
   });
   return `${url.slice(0, q + 1)}${parts.join('&')}`;
 }

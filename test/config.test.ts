@@ -76,6 +76,28 @@ for (const setting of WHOLE_NUMBERS) {
   });
 }
 
+describe('OUTBOUND_CONNECTIONS, OUTBOUND_TENANT_CONNECTIONS and PROXY_MAX_DECOMPRESSED_BYTES', () => {
+  it('a tenant\'s share defaults to a quarter of the pool, and may not be more than it', () => {
+    assert.deepEqual([loadConfig({}).outboundConnections, loadConfig({}).outboundTenantConnections], [64, 16]);
+    assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '8' }).outboundTenantConnections, 2);
+    assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '3' }).outboundTenantConnections, 1);
+    assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '8', OUTBOUND_TENANT_CONNECTIONS: '8' }).outboundTenantConnections, 8);
+    assert.throws(
+      () => loadConfig({ OUTBOUND_CONNECTIONS: '8', OUTBOUND_TENANT_CONNECTIONS: '9' }),
+      (err: unknown) => err instanceof ConfigError && /OUTBOUND_TENANT_CONNECTIONS \(9\) must not be more than OUTBOUND_CONNECTIONS \(8\)/.test(err.message),
+    );
+    refuses('OUTBOUND_CONNECTIONS', ['0', '10001', 'x'], /OUTBOUND_CONNECTIONS must be a whole number from 1 to 10000/);
+    refuses('OUTBOUND_TENANT_CONNECTIONS', ['0', '1.5'], /OUTBOUND_TENANT_CONNECTIONS must be a whole number from 1 to 10000/);
+  });
+
+  it('the decompressed limit follows PROXY_MAX_BODY_BYTES unless set', () => {
+    assert.equal(loadConfig({}).proxyMaxDecompressedBytes, 1_048_576);
+    assert.equal(loadConfig({ PROXY_MAX_BODY_BYTES: '4096' }).proxyMaxDecompressedBytes, 4096);
+    assert.equal(loadConfig({ PROXY_MAX_BODY_BYTES: '4096', PROXY_MAX_DECOMPRESSED_BYTES: '65536' }).proxyMaxDecompressedBytes, 65_536);
+    refuses('PROXY_MAX_DECOMPRESSED_BYTES', ['0', '1023', '104857601', '1MB'], /PROXY_MAX_DECOMPRESSED_BYTES must be a whole number from 1024 to 104857600/);
+  });
+});
+
 describe('OUTBOUND_ALLOWLIST and COFFER_KEYS', () => {
   const key = Buffer.alloc(32, 7).toString('base64');
 

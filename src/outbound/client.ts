@@ -7,6 +7,7 @@ import { describeTarget, OutboundError, toOutboundError } from './errors.ts';
 import { BODY_HEADERS, CREDENTIAL_HEADERS, prepareHeaders, prepareMethod, responseHeaders, withoutHeaders } from './headers.ts';
 import { type Answer, NodeHttpTransport } from './node-http.ts';
 import { AddressPolicy, BLOCKED_PORTS, stripBrackets } from './policy.ts';
+import { OriginSlots } from './slots.ts';
 
 export { OutboundError } from './errors.ts';
 export type { OutboundCode } from './errors.ts';
@@ -21,8 +22,14 @@ export type OutboundOptions = {
   maxResponseBytes?: number;
   /** Redirects followed when a request asks to follow them, default 5. */
   maxRedirects?: number;
-  /** Keep-alive pool size per origin, default 64. */
+  /** Keep-alive pool size per origin, and so requests in flight per origin; default 64. */
   connections?: number;
+  /**
+   * A tenant's share of an origin's pool: requests one tenant may have in flight to one
+   * origin at once; default a quarter of `connections` (16 of 64), at most all of them.
+   * See src/outbound/slots.ts.
+   */
+  tenantConnections?: number;
   /** A single connection attempt gives up after this long, default 10 s (the request deadline still applies). */
   connectTimeoutMs?: number;
   /** Extra trusted CAs for TLS (tests, on-premises destinations); the system store is used without it. */
@@ -43,6 +50,11 @@ export type OutboundRequest = {
   maxResponseBytes?: number;
   /** Default false (webhooks and proxies report a redirect as it is); reactor fetch follows. */
   followRedirects?: boolean;
+  /**
+   * The tenant the call is made for: it takes one of that tenant's share of the origin's
+   * connections (`tenantConnections`). Calls without one share a share of their own.
+   */
+  tenantId?: string;
 };
 
 export type OutboundResponse = {
@@ -84,6 +96,8 @@ export class OutboundClient {
   readonly #timeoutMs: number;
   readonly #maxResponseBytes: number;
   readonly #maxRedirects: number;
+  /** Who may send now, per origin and tenant; both transports' calls count (see slots.ts). */
+  readonly #slots: OriginSlots;
 
   constructor(options: OutboundOptions) {
     this.#policy = new AddressPolicy(options.allowlist ?? []);
@@ -92,6 +106,8 @@ export class OutboundClient {
     this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     if (!Number.isInteger(this.#maxRedirects) || this.#maxRedirects < 0) throw new TypeError('maxRedirects must be a non-negative integer');
     const connections = positive(options.connections, DEFAULT_CONNECTIONS, 'connections');
+    const tenantConnections = positive(options.tenantConnections, Math.max(1, Math.floor(connections / 4)), 'tenantConnections');
+    this.#slots = new OriginSlots(connections, tenantConnections);
     // undici honours a destination's "Keep-Alive: timeout=…" up to 10 minutes: destinations
     // chosen by tenants could then pin an idle socket per origin that long, and enough of
     // them would exhaust the process's file descriptors.
@@ -201,24 +217,13 @@ export class OutboundClient {
       throw new OutboundError('invalid_request', 'the body must be a string or bytes');
     }
     const follow = req.followRedirects === true;
+    const tenant = req.tenantId;
+    if (tenant !== undefined && typeof tenant !== 'string') throw new OutboundError('invalid_request', 'tenantId must be a string');
 
     for (let redirects = 0; ; redirects++) {
-      const response: Answer = await beforeDeadline(
-        Object.hasOwn(headers, 'keep-alive')
-          ? this.#node.request({ url, method, headers, body, signal: deadline.signal })
-          : this.#agent.request({
-              origin: url.origin,
-              path: `${url.pathname}${url.search}`,
-              method: method as Dispatcher.HttpMethod,
-              headers,
-              body,
-              signal: deadline.signal,
-              // The one total deadline governs; undici's own idle timers would only race it.
-              headersTimeout: 0,
-              bodyTimeout: 0,
-            }),
-        deadline.signal,
-      );
+      // Every hop waits for a slot of its own origin; the deadline bounds the wait.
+      const release = await this.#slots.acquire(url.origin, tenant ?? '', deadline.signal);
+      const response = await beforeDeadline(this.#dispatch(url, method, headers, body, deadline.signal), deadline.signal, release);
       const location = response.headers.location;
       if (!follow || !REDIRECT_STATUSES.has(response.statusCode) || typeof location !== 'string') return { response, url, method };
 
@@ -253,6 +258,22 @@ export class OutboundClient {
       url = next;
       state.url = url;
     }
+  }
+
+  /** One hop, by undici, or by Node's client for a request with a Keep-Alive header (node-http.ts). */
+  async #dispatch(url: URL, method: string, headers: Record<string, string | string[]>, body: string | Uint8Array | undefined, signal: AbortSignal): Promise<Answer> {
+    if (Object.hasOwn(headers, 'keep-alive')) return this.#node.request({ url, method, headers, body, signal });
+    return this.#agent.request({
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: method as Dispatcher.HttpMethod,
+      headers,
+      body,
+      signal,
+      // The one total deadline governs; undici's own idle timers would only race it.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
   }
 }
 
@@ -344,8 +365,23 @@ async function readLimited(response: Answer, limit: number, url: URL): Promise<B
  * an aborted request before its connection attempt ends (a slow DNS answer, a connect that
  * hangs until connectTimeoutMs): the call does not wait for that, and an answer arriving
  * afterwards has its body dropped.
+ *
+ * `release` gives back the call's slot (slots.ts) when its connection is free again: when the
+ * request fails, or once the answer's body is done (read to its end or destroyed; both
+ * transports' bodies then close), an abandoned answer's included.
  */
-function beforeDeadline(pending: Promise<Answer>, signal: AbortSignal): Promise<Answer> {
+function beforeDeadline(sent: Promise<Answer>, signal: AbortSignal, release: () => void): Promise<Answer> {
+  const pending = sent.then(
+    (answer) => {
+      if (answer.body.closed) release();
+      else answer.body.once('close', release);
+      return answer;
+    },
+    (err: unknown) => {
+      release();
+      throw err;
+    },
+  );
   const abandon = () => pending.then((late) => dropBody(late.body), () => {});
   if (signal.aborted) {
     abandon();

@@ -16,7 +16,7 @@ export type Answer = {
 export type NodeHttpOptions = {
   /** The guarded connector undici uses: the same address checks on every new connection. */
   connector: buildConnector.connector;
-  /** Pooled connections per origin. */
+  /** Pooled connections per origin (the client admits no more requests than that at once). */
   connections: number;
   /** The longest an idle pooled connection is kept, whatever the destination's Keep-Alive asks. */
   keepAliveMaxMs: number;
@@ -32,11 +32,9 @@ type Send = { url: URL; method: string; headers: Record<string, string | string[
  */
 export class NodeHttpTransport {
   readonly #agents: Record<'http:' | 'https:', http.Agent>;
-  readonly #slots: OriginSlots;
 
   constructor(options: NodeHttpOptions) {
     this.#agents = { 'http:': guardedAgent('http:', options), 'https:': guardedAgent('https:', options) };
-    this.#slots = new OriginSlots(options.connections);
   }
 
   async request({ url, method, headers, body, signal }: Send): Promise<Answer> {
@@ -47,9 +45,8 @@ export class NodeHttpTransport {
       throw new OutboundError('invalid_request', 'the connection header may only be close or keep-alive');
     }
     // Node's Agent counts a connection only once it is open, so its maxSockets lets any number
-    // be opened at once through the asynchronous connector: at most `connections` requests per
-    // origin are in flight here instead (each holds its socket until it closes), as in undici's pool.
-    const release = await this.#slots.acquire(`${protocol}//${url.host}`, signal);
+    // be opened at once through the asynchronous connector: the client lets at most `connections`
+    // requests per origin be in flight, over both transports (src/outbound/slots.ts).
     return new Promise((resolve, reject) => {
       let req: http.ClientRequest;
       try {
@@ -65,11 +62,9 @@ export class NodeHttpTransport {
         });
       } catch (err) {
         // A header Node will not send (a control character, a character past U+00FF): nothing was sent.
-        release();
         reject(err);
         return;
       }
-      req.once('close', release);
       req.on('error', reject);
       req.once('response', (res) => {
         // Repeated headers as arrays and single ones as strings (Set-Cookie too), as undici gives them.
@@ -85,53 +80,6 @@ export class NodeHttpTransport {
 
   close(): void {
     for (const agent of Object.values(this.#agents)) agent.destroy();
-  }
-}
-
-/** Per origin, at most `max` holders at once; the others wait in order, each until its signal aborts. */
-class OriginSlots {
-  readonly #max: number;
-  readonly #origins = new Map<string, { active: number; waiting: Set<() => void> }>();
-
-  constructor(max: number) {
-    this.#max = max;
-  }
-
-  /** Resolves with the function that gives the slot back (once, however often called). */
-  async acquire(origin: string, signal: AbortSignal): Promise<() => void> {
-    signal.throwIfAborted();
-    let state = this.#origins.get(origin);
-    if (!state) this.#origins.set(origin, (state = { active: 0, waiting: new Set() }));
-    const slots = state;
-    if (slots.active < this.#max) {
-      slots.active++;
-    } else {
-      // Woken holding the slot its predecessor handed over: `active` already counts it.
-      await new Promise<void>((resolve, reject) => {
-        const wake = () => {
-          signal.removeEventListener('abort', abort);
-          resolve();
-        };
-        const abort = () => {
-          slots.waiting.delete(wake);
-          reject(signal.reason);
-        };
-        slots.waiting.add(wake);
-        signal.addEventListener('abort', abort, { once: true });
-      });
-    }
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      const [next] = slots.waiting;
-      if (next) {
-        slots.waiting.delete(next);
-        next();
-      } else if (--slots.active === 0) {
-        this.#origins.delete(origin);
-      }
-    };
   }
 }
 

@@ -6,12 +6,12 @@
  * and the destination's failures as problem details. Nothing here calls out or keeps state.
  */
 import type { Readable } from 'node:stream';
-import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import secureJson from 'secure-json-parse';
 import { isTemplate } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
 import { assertDepth, MAX_BODY_DEPTH, nestsDeeperThan } from '../../http/json-body.ts';
 import { OutboundError } from '../../outbound/client.ts';
+import { decompress, DecompressionError } from '../../outbound/decompress.ts';
 
 /** Headers that belong to one connection (RFC 9110 §7.6.1), never carried across the proxy. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate', 'proxy-authorization', 'host', 'content-length']);
@@ -27,23 +27,49 @@ export function header(headers: Record<string, string | string[] | undefined>, n
   return Array.isArray(v) ? v[0] : v;
 }
 
-/** `/proxy/v1/x?a=1&svc-proxy-key=…` → path `/v1/x`, the key, and the rest of the query (raw). */
+/**
+ * `/proxy/v1/x?a=1&svc-proxy-key=…` → path `/v1/x`, the key, and the rest of the query (raw).
+ * The router matches paths percent-decoded (`/prox%79/v1/x` is the invoke route too), so the
+ * first segment is taken the same way, and the path suffix is what follows it, from its
+ * slash on, as sent. Every `svc-*` parameter is Coffer's (the proxy key, or an API key sent
+ * where it does not belong) and is never forwarded.
+ */
 export function splitUrl(url: string): { path: string; query: { key: string | undefined; rest: string } } {
   const q = url.indexOf('?');
   const pathPart = q === -1 ? url : url.slice(0, q);
-  const path = pathPart.slice('/proxy'.length);
+  const slash = pathPart.indexOf('/', 1);
+  const first = slash === -1 ? pathPart.slice(1) : pathPart.slice(1, slash);
+  if (!pathPart.startsWith('/') || decodePathSegment(first) !== 'proxy') throw new ApiError(404, 'This is not a proxy invocation path: it must start with /proxy.');
+  const path = slash === -1 ? '' : pathPart.slice(slash);
   let key: string | undefined;
   const kept: string[] = [];
   if (q !== -1) {
     for (const part of url.slice(q + 1).split('&')) {
       if (part === '') continue;
       const eq = part.indexOf('=');
-      const name = decodeQueryPart(eq === -1 ? part : part.slice(0, eq));
-      if (name.toLowerCase() === 'svc-proxy-key') key ??= decodeQueryPart(eq === -1 ? '' : part.slice(eq + 1));
-      else kept.push(part);
+      const rawName = eq === -1 ? part : part.slice(0, eq);
+      if (decodeQueryPart(rawName).toLowerCase() === 'svc-proxy-key') key ??= decodeQueryPart(eq === -1 ? '' : part.slice(eq + 1));
+      if (!isReservedQueryName(rawName)) kept.push(part);
     }
   }
   return { path, query: { key, rest: kept.join('&') } };
+}
+
+/**
+ * `svc-*`, however spelled: decoded escape by escape (a malformed one elsewhere cannot hide
+ * the rest), case-insensitively, and after any stray leading '?' (`/proxy??svc-api-key=…`).
+ */
+function isReservedQueryName(rawName: string): boolean {
+  const name = rawName.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+  return /^\?*svc-/i.test(name);
+}
+
+function decodePathSegment(s: string): string | undefined {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return undefined;
+  }
 }
 
 function decodeQueryPart(s: string): string {
@@ -55,8 +81,11 @@ function decodeQueryPart(s: string): string {
 }
 
 /**
- * destination_url + the path suffix + the query. The suffix may not climb out of the
- * destination's path (`..`, also percent-encoded or behind backslashes), and the origin never changes.
+ * destination_url + the path suffix + the query, built by path segments: the suffix (empty,
+ * or from a slash on) is joined to the destination's path with exactly one slash, and the
+ * result must still begin with every segment of the destination's path, so it stays below
+ * it. A suffix with `.` or `..` segments (also percent-encoded or behind backslashes) is
+ * refused before that, and the origin never changes.
  */
 export function destinationUrl(destination: string, suffix: string, query: string): string {
   // As a destination might read it: percent-decoded dots and slashes, backslashes as slashes.
@@ -64,14 +93,23 @@ export function destinationUrl(destination: string, suffix: string, query: strin
   if (decoded.split('/').some((segment) => segment === '.' || segment === '..')) {
     throw ApiError.field('path', 'must not contain "." or ".." segments (also percent-encoded)');
   }
+  if (suffix !== '' && !suffix.startsWith('/')) throw ApiError.field('path', 'must start with a slash below /proxy');
   const base = new URL(destination);
   // `/proxy` alone is destination_url itself, trailing slash and all (`/v1/` and `/v1` may be different
   // resources, and a redirect between them is not followed); a suffix is joined with one slash.
-  const basePath = suffix === '' ? base.pathname : base.pathname.replace(/\/$/, '');
-  // A raw '#' (HTTP parsers let it through) would start a fragment here and drop what follows, query included.
-  const search = [base.search.slice(1), query.replace(/#/g, '%23')].filter(Boolean).join('&');
-  const target = new URL(`${base.origin}${basePath}${suffix.replace(/#/g, '%23')}${search ? `?${search}` : ''}`);
-  if (target.origin !== base.origin || !target.pathname.startsWith(basePath)) throw ApiError.field('path', 'does not stay below the destination URL');
+  const basePath = base.pathname.replace(/\/$/, '');
+  const target = new URL(base.origin);
+  // The setters percent-encode what would end the path or the query (a raw '#' or '?', which
+  // HTTP parsers let through) instead of letting it start a fragment that drops the rest.
+  target.pathname = suffix === '' ? base.pathname : `${basePath}${suffix}`;
+  const search = [base.search.slice(1), query].filter(Boolean).join('&');
+  // With its '?': the setter drops one leading '?', which must not be the query's own.
+  target.search = search ? `?${search}` : '';
+  const under = basePath.split('/');
+  const segments = target.pathname.split('/');
+  if (target.origin !== base.origin || under.some((segment, i) => segments[i] !== segment)) {
+    throw ApiError.field('path', 'does not stay below the destination URL');
+  }
   return target.href;
 }
 
@@ -262,17 +300,27 @@ export async function readAll(body: Readable | Buffer, limit: number, timeoutMs:
   return Buffer.concat(chunks, size);
 }
 
-export function decodeContent(raw: Buffer, headers: Record<string, string | string[]>): Buffer {
-  const encoding = header(headers, 'content-encoding')?.trim().toLowerCase();
+/**
+ * The destination's body as a response transform reads it: decompressed (gzip, deflate, br)
+ * to at most `maxBytes`, stopping as soon as it passes them (src/outbound/decompress.ts).
+ */
+export async function decodeContent(raw: Buffer, headers: Record<string, string | string[]>, maxBytes: number): Promise<Buffer> {
   try {
-    if (!encoding || encoding === 'identity') return raw;
-    if (encoding === 'gzip' || encoding === 'x-gzip') return gunzipSync(raw);
-    if (encoding === 'deflate') return inflateSync(raw);
-    if (encoding === 'br') return brotliDecompressSync(raw);
-  } catch {
-    throw new ApiError(502, `The destination's ${encoding} response body could not be decoded.`);
+    return await decompress(raw, header(headers, 'content-encoding'), maxBytes);
+  } catch (err) {
+    if (!(err instanceof DecompressionError)) throw err;
+    switch (err.code) {
+      case 'too_large':
+        throw new ApiError(
+          502,
+          `The destination's ${err.coding} response decompresses to more than ${maxBytes} bytes (PROXY_MAX_DECOMPRESSED_BYTES), the most a response transform takes.`,
+        );
+      case 'invalid':
+        throw new ApiError(502, `The destination's ${err.coding} response body could not be decoded.`);
+      default:
+        throw new ApiError(502, `The destination's response uses the content encoding "${err.coding}", which a response transform cannot read.`);
+    }
   }
-  throw new ApiError(502, `The destination's response uses the content encoding "${encoding.slice(0, 40)}", which a response transform cannot read.`);
 }
 
 export function destinationError(err: OutboundError, timeoutMs: number): ApiError {

@@ -112,6 +112,8 @@ export function createProxyService(deps: {
   timeoutMs: number;
   /** Largest request body, and largest destination response a response transform buffers. */
   maxBodyBytes: number;
+  /** The most that response may decompress to. */
+  maxDecompressedBytes: number;
   /** Anonymous invocations per second per (proxy, client address); 0 turns the limit off. */
   anonymousRate: number;
   anonymousBurst: number;
@@ -122,8 +124,8 @@ export function createProxyService(deps: {
   const cache = new LiveCache<Live>(deps.cacheSeconds * 1000);
   notifier.onInvalidate(() => cache.invalidate());
   const buckets = new TokenBuckets(deps.anonymousRate, deps.anonymousBurst);
-  // JSON of a transform's input or output: the body plus headers and the rest.
-  const sandboxIoBytes = Math.max(1_048_576, 2 * deps.maxBodyBytes + 65_536);
+  // JSON of a transform's input or output: the body (a response's decompressed) plus headers and the rest.
+  const sandboxIoBytes = Math.max(1_048_576, 2 * Math.max(deps.maxBodyBytes, deps.maxDecompressedBytes) + 65_536);
 
   // ---- management -------------------------------------------------------------------
 
@@ -357,11 +359,12 @@ export function createProxyService(deps: {
     return createTokenSdk(principal, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body'));
   }
 
-  async function forward(url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
+  async function forward(tenantId: string, url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
     try {
       // A small answer of known length comes back read whole: the reply is then written with its
-      // headers in one write, and no stream is set up for it.
-      return await outbound.streamOrBuffer({ url, method, headers, body, timeoutMs: deps.timeoutMs }, BUFFERED_RESPONSE_BYTES);
+      // headers in one write, and no stream is set up for it. The call takes one of the tenant's
+      // share of the destination's connections (docs/outbound.md).
+      return await outbound.streamOrBuffer({ url, method, headers, body, timeoutMs: deps.timeoutMs, tenantId }, BUFFERED_RESPONSE_BYTES);
     } catch (err) {
       if (err instanceof OutboundError) throw destinationError(err, deps.timeoutMs);
       throw err;
@@ -386,7 +389,7 @@ export function createProxyService(deps: {
       return { status: res.status, headers, body: res.body };
     }
     let raw = await readAll(res.body, deps.maxBodyBytes, deps.timeoutMs);
-    raw = decodeContent(raw, headers);
+    raw = await decodeContent(raw, headers, deps.maxDecompressedBytes);
     delete headers['content-encoding'];
     delete headers['content-length'];
     if (transform.type === 'mask') {
@@ -523,7 +526,7 @@ export function createProxyService(deps: {
       }
       // A transformed response is read whole; ask for it unencoded (undici does not decompress).
       if (entry.row.response_transform) delete headers['accept-encoding'];
-      const res = await forward(url, inv.method, headers, bodyless ? undefined : body);
+      const res = await forward(entry.row.tenant_id, url, inv.method, headers, bodyless ? undefined : body);
       return respond(entry, res);
     },
   };

@@ -219,7 +219,7 @@ export function createReactorService(deps: {
       fetch: async (r) => {
         await beforeEgress?.();
         try {
-          const res = await outbound.request({ url: r.url, method: r.method, headers: r.headers, body: r.body, followRedirects: true });
+          const res = await outbound.request({ url: r.url, method: r.method, headers: r.headers, body: r.body, followRedirects: true, tenantId: reactor.tenant_id });
           return { status: res.status, headers: flatten(res.headers), body: res.body.toString('utf8') };
         } catch (err) {
           // The runtime puts "fetch failed: " before the message itself (the bridge's contract).

@@ -162,7 +162,7 @@ export function createWebhookService(deps: {
       let error: string | null = null;
       try {
         // Streamed, so only the status is awaited: what the endpoint says beyond it is read (a little) and dropped.
-        const res = await outbound.stream({ url: hook.url, method: 'POST', headers, body, timeoutMs: deps.timeoutMs });
+        const res = await outbound.stream({ url: hook.url, method: 'POST', headers, body, timeoutMs: deps.timeoutMs, tenantId });
         status = res.status;
         await discard(res.body, 64 * 1024);
       } catch (err) {
