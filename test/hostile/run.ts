@@ -48,6 +48,11 @@ async function request(url: string, method: string, p: string, opts: { key?: str
   return { status: res.status, body, ms: performance.now() - t0 };
 }
 
+function percentile(ms: number[], q: number): number {
+  const sorted = [...ms].sort((x, y) => x - y);
+  return sorted.length ? Math.round(sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]) : Number.NaN;
+}
+
 async function must(url: string, key: string, method: string, p: string, body?: unknown): Promise<any> {
   const res = await request(url, method, p, { key, body });
   if (res.status >= 300) throw new Error(`${method} ${p} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
@@ -141,12 +146,16 @@ async function main(): Promise<number> {
     const proxied = (key: string) => () => request(url, 'POST', '/proxy', { headers: { 'svc-proxy-key': key }, body: { a: 1 } });
 
     const victimMs: number[] = [];
+    const byKind = new Map<string, number[]>();
     const victimErrors: string[] = [];
-    const victimLoop = async (send: (n: number) => Promise<Answer>, ok: (r: Answer, n: number) => boolean) => {
+    const victimLoop = async (kind: string, send: (n: number) => Promise<Answer>, ok: (r: Answer, n: number) => boolean) => {
+      const mine = byKind.get(kind) ?? [];
+      byKind.set(kind, mine);
       for (let n = 0; performance.now() < stopAt; n++) {
         try {
           const res = await send(n);
           victimMs.push(res.ms);
+          mine.push(res.ms);
           if (!ok(res, n)) victimErrors.push(`${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
         } catch (err) {
           victimErrors.push((err as Error).message);
@@ -166,16 +175,16 @@ async function main(): Promise<number> {
     ];
     await sleep(1000);
     const victims = [
-      ...Array.from({ length: 2 }, () => victimLoop(() => request(url, 'GET', `/tokens/${token}`, { key: reader }), (r) => r.status === 200 && r.body?.id === token)),
-      victimLoop((n) => request(url, 'POST', `/reactors/${quick}/react`, { key: reader, body: { args: { n } } }), (r, n) => r.status === 200 && r.body?.raw === n + 1),
+      ...Array.from({ length: 2 }, () => victimLoop('token read', () => request(url, 'GET', `/tokens/${token}`, { key: reader }), (r) => r.status === 200 && r.body?.id === token)),
+      victimLoop('reactor call', (n) => request(url, 'POST', `/reactors/${quick}/react`, { key: reader, body: { args: { n } } }), (r, n) => r.status === 200 && r.body?.raw === n + 1),
     ];
     await Promise.all([...attackers, ...victims]);
 
     const stillUp = coffer.running?.pid === started.pid && (await request(url, 'GET', '/ping')).status === 200;
     const restarts = coffer.died.length + (stillUp ? 0 : 1);
-    victimMs.sort((x, y) => x - y);
-    const p99 = victimMs.length ? Math.round(victimMs[Math.min(victimMs.length - 1, Math.floor(victimMs.length * 0.99))]) : NaN;
+    const p99 = percentile(victimMs, 0.99);
     say(`hostile: attacks=${attacks} victim_requests=${victimMs.length} victim_errors=${victimErrors.length} victim_p99_ms=${p99} coffer_restarts=${restarts}`);
+    for (const [kind, ms] of byKind) say(`  ${kind}: ${ms.length} requests, p50 ${percentile(ms, 0.5)} ms, p99 ${percentile(ms, 0.99)} ms`);
     for (const e of victimErrors.slice(0, 5)) say(`  victim error: ${e}`);
     for (const e of [...new Set(unexpected)].slice(0, 10)) say(`  attack answered unexpectedly: ${e}`);
     for (const [msg, n] of coffer.errors) say(`  coffer logged an error ${n}×: ${msg}`);
