@@ -11,6 +11,11 @@ export type Scope = {
    * without it each render has a fresh MAX_GROWTH.
    */
   growth?: { left: number };
+  /**
+   * Told the value of each tag as it renders (before it is joined into text). Detokenization
+   * keeps them so that an error of the code they were handed to can be scrubbed of them.
+   */
+  onOutput?: (value: unknown) => void;
 };
 
 export type ParamType = 'string' | 'integer' | 'boolean' | 'char';

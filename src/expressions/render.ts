@@ -55,6 +55,7 @@ export function evaluate(source: string, mode: Mode, scope: Scope): unknown {
 function output(t: Template, o: Output, scope: Scope, growth: { left: number }): unknown {
   let v = subject(t, o.subject, scope);
   for (const f of o.filters) v = applyFilter(t, f, v, scope, growth);
+  scope.onOutput?.(v);
   return v;
 }
 

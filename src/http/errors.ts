@@ -232,10 +232,15 @@ export function toApiError(err: unknown, request?: FastifyRequest): ApiError | u
     if (fe.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (err as Error).name === 'SyntaxError') {
       return ApiError.field('body', 'The body is not valid JSON.');
     }
-    if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError(413, 'The request body is too large.');
+    if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return bodyTooLarge();
     return new ApiError(status, fe.message);
   }
   return undefined;
+}
+
+/** A body over the server's limit (MAX_BODY_BYTES); also what `bt` answers for an argument over it. */
+export function bodyTooLarge(): ApiError {
+  return new ApiError(413, 'The request body is too large.');
 }
 
 export function sendProblem(reply: FastifyReply, request: FastifyRequest, error: ApiError): FastifyReply {

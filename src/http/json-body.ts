@@ -10,6 +10,9 @@ import { placePath, type Place } from './field-path.ts';
  */
 export const MAX_BODY_DEPTH = 128;
 
+/** The largest request body, in bytes (createServer's default limit). */
+export const MAX_BODY_BYTES = 1_048_576;
+
 const NUL_MESSAGE = 'must not contain the NUL character (U+0000)';
 const SURROGATE_MESSAGE = 'must be valid Unicode: it holds an unpaired surrogate';
 

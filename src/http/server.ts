@@ -8,7 +8,7 @@ import addFormatsModule from 'ajv-formats';
 import type { Logger } from '../logger.ts';
 import { addCorsHeaders } from './cors.ts';
 import { ApiError, errorHandler, sendProblem } from './errors.ts';
-import { parseJsonBody, refuseUnstorable } from './json-body.ts';
+import { MAX_BODY_BYTES, parseJsonBody, refuseUnstorable } from './json-body.ts';
 
 export type App = FastifyInstance;
 
@@ -29,7 +29,7 @@ function validators() {
 export function createServer(log: Logger, opts: { bodyLimit?: number; requestTimeoutMs?: number } = {}): FastifyInstance {
   const app = Fastify({
     loggerInstance: log,
-    bodyLimit: opts.bodyLimit ?? 1_048_576,
+    bodyLimit: opts.bodyLimit ?? MAX_BODY_BYTES,
     // A client has 2 minutes to send its whole request (headers and body): one that trickles
     // bytes must not hold a connection, and the memory of its half-read body, forever. Node
     // looks for such requests every second (its default, 30 s, let them run on that long).

@@ -353,6 +353,21 @@ describe('POST /detokenize', () => {
       }
     });
 
+    it('a body may hold at most 10,000 values (or 4 per expression the Detokenize Limit allows, if more), expression or not: 400 beyond', async () => {
+      // The object, the array and 9,998 items: 10,000 values, the last one an expression.
+      const items = (n: number) => [...Array.from({ length: n - 1 }, () => 0), `{{ ${ssn} | last4 }}`];
+      const atBound = await ok({ list: items(9_998) });
+      assert.equal(atBound.list.length, 9_998);
+      assert.equal(atBound.list.at(-1), '6789');
+      for (const body of [{ list: items(9_999) }, { list: Array.from({ length: 60_000 }, () => 0) }, Array.from({ length: 10_000 }, () => ({}))]) {
+        const res = await detokenize(body);
+        problem(res, 400);
+        assert.equal(res.body.detail, 'holds more than 10000 values (strings, numbers, booleans, nulls, arrays and objects each count): at most 10000 per request');
+        assert.deepEqual(Object.keys(res.body.errors), ['body']);
+        assert.ok(!res.text.includes(SSN));
+      }
+    });
+
     it('the filters of one request together may add at most 4194304 characters: 400, not a process building gigabytes', async () => {
       // Each string adds 100000 + 200000 + … + 1600000 = 3.1 million characters: one is fine, two are not.
       const grow = `{{ ${num} | pad_left: 100000${' | to_base16'.repeat(5)} }}`;

@@ -669,6 +669,59 @@ describe('proxy invocation', () => {
       assertProxyError(await invoke(notObject.key, 'POST', '', { body: {} }), 422, /must return an object/);
     });
 
+    it('a failing transform\'s error never holds what the body was detokenized to, nor what bt read', async () => {
+      const requestSide = `module.exports = async function (req) {
+        const more = await req.bt.detokenize({ s: '{{ ${secretToken} }}' });
+        throw new Error('cannot send ' + req.args.body.card + ' with ' + more.s);
+      };`;
+      const p = await proxy({ request_transform: { code: requestSide }, application: { id: backend.id } }, '/scrub-request');
+      const res = await invoke(p.key, 'POST', '', { key: narrow.key, body: { card: `{{ ${secretToken} }}` } });
+      assertProxyError(res, 422, /^The request transform failed: cannot send \[redacted\] with \[redacted\]$/);
+      assert.ok(!res.text.includes(SECRET));
+      assert.equal(dest.at('/scrub-request').length, 0);
+
+      // The destination echoes the detokenized request; the response transform quotes it.
+      const responseSide = `module.exports = async (req) => { throw new Error('the destination said ' + req.args.body.body); };`;
+      const q = await proxy({ response_transform: { code: responseSide } }, '/scrub-response');
+      const back = await invoke(q.key, 'POST', '', { body: { card: `{{ ${cardToken} | json: '$.number' }}`, cvc: `{{ ${cardToken} | json: '$.cvc' }}` } });
+      const problem = assertProxyError(back, 422, /^The response transform failed: the destination said /);
+      assert.equal(problem.detail, 'The response transform failed: the destination said {"card":"[redacted]","cvc":"[redacted]"}');
+      assert.ok(!back.text.includes(PAN));
+    });
+
+    it('bt in a transform is held to the request body limit of the route it mirrors, with its 413', async () => {
+      // A larger PROXY_MAX_BODY_BYTES lets a transform send the host more than a request body may hold.
+      const roomy = await startTestServer({ OUTBOUND_ALLOWLIST: '127.0.0.1', PROXY_TIMEOUT_MS: '5000', PROXY_MAX_BODY_BYTES: '2097152' });
+      try {
+        const app = await createApplication(roomy, { name: 'bt', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:update'] }] });
+        const code = `module.exports = async (req) => {
+          const out = {};
+          const big = 'x'.repeat(1100000);
+          for (const [name, call] of Object.entries({
+            tokenize: () => req.bt.tokenize({ a: { type: 'token', data: big } }),
+            create: () => req.bt.tokens.create({ type: 'token', data: big }),
+            detokenize: () => req.bt.detokenize({ a: big }),
+            small: () => req.bt.tokenize({ a: { type: 'token', data: 'small' } }),
+          })) {
+            try { await call(); out[name] = 'resolved'; } catch (e) { out[name] = { status: e.status, message: e.message }; }
+          }
+          return { body: out };
+        };`;
+        const created = await call(roomy, 'POST', '/proxies', { key: roomy.key, body: { name: 'big bt', destination_url: dest.url('/bt-body-limit'), request_transform: { code }, application: { id: app.id } } });
+        assert.equal(created.status, 201, created.text);
+        rememberSecret(created.body.key);
+        const caller = await createApplication(roomy, { name: 'caller', type: 'private', permissions: ['token:use'] });
+        const sent = await call(roomy, 'POST', '/proxy', { key: caller.key, body: {}, headers: { 'svc-proxy-key': created.body.key } });
+        assert.equal(sent.status, 200, sent.text);
+        const route = await call(roomy, 'POST', '/tokenize', { key: app.key, body: { a: { type: 'token', data: 'x'.repeat(1_100_000) } } });
+        assert.equal(route.status, 413, route.text);
+        const expected = { status: 413, message: route.body.detail };
+        assert.deepEqual(JSON.parse(sent.body.body), { tokenize: expected, create: expected, detokenize: expected, small: 'resolved' });
+      } finally {
+        await roomy.stop();
+      }
+    });
+
     it('regex masks replace every occurrence of each capture inside a match, char for char', async () => {
       dest.answer('/mask', () => ({ headers: { 'content-type': 'application/json' }, body: '{"pan":"4111111111111111","other":"1111","note":"card 4000056655665556 ok"}' }));
       const p = await proxy({ response_transform: { type: 'mask', matcher: 'regex', expression: '(\\d{6})\\d{6}(\\d{4})', replacement: '*' } }, '/mask');

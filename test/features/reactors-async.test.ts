@@ -187,7 +187,14 @@ describe('asynchronous reactor runs', () => {
       await until(() => receiver.at(gate).length === 1, 'the run to start');
       assert.equal((await call(server, 'DELETE', `/applications/${caller.id}`, { key: server.key })).status, 204);
       release();
-      assertProblem(await settled(id, requestId), 403, /no longer valid/);
+      // Only the caller reads the result, and its key is gone with it: the run's event and the stored outcome tell.
+      const failed = await until(async () => (await eventsOf(id)).find((e) => e.type === 'reactor.failed'), 'the run to fail');
+      assert.deepEqual(failed.payload, { reactor_id: id, request_id: requestId, status: 403 });
+      const row = (await sql.query(`SELECT ciphertext, data_key_id FROM reactor_results WHERE id = $1`, [requestId])).rows[0];
+      const outcome = (await server.running.services.vault.decrypt(server.tenantId, `reactor-result:${requestId}`, row.ciphertext, row.data_key_id)) as any;
+      assert.equal(outcome.status, 403);
+      assert.match(outcome.detail, /no longer valid/);
+      assertProblem(await result(id, requestId), 404);
       const made = (await sql.query(`SELECT count(*)::int AS n FROM tokens WHERE created_by = $1`, [caller.id])).rows[0].n;
       assert.equal(made, 0, 'no token was created as the deleted application');
     });
@@ -219,6 +226,24 @@ describe('asynchronous reactor runs', () => {
       const res = await settled(id, await reactAsync(id));
       assertProblem(res, 400, /amount missing/);
       assert.deepEqual(res.body.data, { field: 'amount' });
+    });
+
+    it('what the arguments were detokenized to is scrubbed from the failure: the result, the callback, the logs', async () => {
+      const useOnly = await createApplication(server, { name: 'async use only', type: 'private', permissions: ['token:use'] });
+      const path = `/callback-scrubbed-${randomUUID()}`;
+      const id = await reactor(`const { BadRequestError } = require('@coffer/errors');
+        module.exports = async (req) => { throw new BadRequestError('cannot charge ' + req.args.number, { secret: req.args.secret }); };`);
+      const args = { number: `{{ ${card} | json: '$.number' }}`, secret: `{{ ${secret} }}` };
+      const res = await call(server, 'POST', `/reactors/${id}/react`, { key: useOnly.key, body: { args, callback_url: receiver.url(path) } });
+      assert.equal(res.status, 202, res.text);
+      const requestId = res.body.asyncReactorRequestId;
+      const [delivery] = await until(() => receiver.at(path).length > 0 && receiver.at(path), 'the callback');
+      const body = JSON.parse(delivery.body);
+      assert.deepEqual(body.error, { status: 400, detail: 'cannot charge [redacted]', data: { secret: '[redacted]' } });
+      const kept = await result(id, requestId, useOnly.key);
+      assertProblem(kept, 400, /^cannot charge \[redacted\]$/);
+      assert.deepEqual(kept.body.data, { secret: '[redacted]' });
+      for (const text of [delivery.body, kept.text]) assert.ok(!text.includes(PAN) && !text.includes(SECRET), text);
     });
 
     it('a run past REACTOR_ASYNC_TIMEOUT_MS is a 408', async () => {
@@ -334,6 +359,121 @@ describe('asynchronous reactor runs', () => {
       await settled(id, requestId);
       await assertAuthCases(server, { method: 'GET', path: `/reactors/${id}/results/${requestId}`, permissions: ['token:use'], type: 'private' });
       assertProblem(await result(id, requestId, server.key), 403);
+    });
+  });
+
+  describe('who reads a result, and for how long', () => {
+    const ECHO_CARD = `module.exports = async (req) => ({ raw: { number: req.args.card.number } });`;
+
+    it('only the application that started a run reads its result (any of its keys); to every other key it does not exist', async () => {
+      const id = await reactor(ECHO_CARD);
+      const requestId = await reactAsync(id, { args: { card: `{{ ${card} }}` } });
+      const done = await settled(id, requestId);
+      assert.equal(done.status, 200, done.text);
+      assert.equal(done.body.raw.number, PAN);
+
+      // Another application of the tenant that may use every token, having learnt the request id
+      // from the audit log or a reactor.* event.
+      const nosy = await createApplication(server, { name: 'nosy', type: 'private', permissions: ['token:use'] });
+      for (const key of [nosy.key, generalOnly]) {
+        const res = await result(id, requestId, key);
+        assertProblem(res, 404, /reactor result was not found/);
+        assert.ok(!res.text.includes(PAN));
+      }
+      // Another key of the application that started it is the same caller.
+      const second = await call(server, 'POST', `/applications/${invoker.id}/keys`, { key: server.key });
+      assert.equal(second.status, 201, second.text);
+      rememberSecret(second.body.key);
+      assert.deepEqual((await result(id, requestId, second.body.key)).body, done.body);
+
+      // A synchronous run's kept result, which its events name, the same way.
+      const sync = await call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { args: { card: `{{ ${card} }}` } } });
+      assert.equal(sync.status, 200, sync.text);
+      const syncId = (await eventsOf(id)).filter((e) => e.type === 'reactor.invoked').at(-1)!.payload.request_id;
+      assert.deepEqual((await result(id, syncId)).body, sync.body);
+      const theirs = await result(id, syncId, nosy.key);
+      assertProblem(theirs, 404);
+      assert.ok(!theirs.text.includes(PAN));
+    });
+
+    it('a run a session started is read by that session only', async () => {
+      const browser = await createApplication(server, { name: 'browser', type: 'public', permissions: ['token:create'] });
+      const backend = await createApplication(server, { name: 'backend', type: 'private', permissions: ['session:authorize', 'token:use'] });
+      const session = async () => {
+        const created = await call(server, 'POST', '/sessions', { key: browser.key });
+        assert.equal(created.status, 201, created.text);
+        rememberSecret(created.body.session_key, created.body.nonce);
+        const authorized = await call(server, 'POST', '/sessions/authorize', { key: backend.key, body: { nonce: created.body.nonce, permissions: ['token:use'] } });
+        assert.equal(authorized.status, 204, authorized.text);
+        return created.body.session_key as string;
+      };
+      const [mine, another] = [await session(), await session()];
+      const id = await reactor(ECHO_CARD);
+      const requestId = await reactAsync(id, { args: { card: `{{ ${card} }}` } }, mine);
+      const done = await until(async () => {
+        const res = await result(id, requestId, mine);
+        return res.status !== 202 && res;
+      }, 'the session\'s result');
+      assert.equal(done.status, 200, done.text);
+      assert.equal(done.body.raw.number, PAN);
+      // Neither another session of the same application nor the application that authorized it.
+      for (const key of [another, backend.key, invoker.key]) {
+        const res = await result(id, requestId, key);
+        assertProblem(res, 404);
+        assert.ok(!res.text.includes(PAN));
+      }
+    });
+
+    it('a result kept before its starter was recorded is read by no one', async () => {
+      const id = await reactor(ECHO_CARD);
+      const requestId = await reactAsync(id, { args: { card: `{{ ${card} }}` } });
+      assert.equal((await settled(id, requestId)).status, 200);
+      await sql.query(`UPDATE reactor_results SET started_by = NULL WHERE id = $1`, [requestId]);
+      assertProblem(await result(id, requestId), 404);
+    });
+
+    it('a result is shown only while its tokens exist and the caller may still use them as it could, each showing audited as a use', async () => {
+      const app = await createApplication(server, {
+        name: 'result reader',
+        type: 'private',
+        rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }],
+      });
+      const mine = await token({ type: 'token', data: 'kept-result-secret-4471' });
+      rememberSecret('kept-result-secret-4471');
+      const id = await reactor(`module.exports = async (req) => ({ raw: { s: req.args.s } });`);
+      const requestId = await reactAsync(id, { args: { s: `{{ ${mine} }}` } }, app.key);
+      const read = () => result(id, requestId, app.key);
+      const uses = async () => (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND operation = 'use' AND actor_id = $2`, [mine, app.id])).rows[0].n;
+      const done = await until(async () => {
+        const res = await read();
+        return res.status !== 202 && res;
+      }, 'the result');
+      assert.deepEqual(done.body, { raw: { s: 'kept-result-secret-4471' } });
+      const before = await uses();
+      assert.equal((await read()).status, 200);
+      assert.equal(await uses(), before + 1, 'each showing is a use');
+
+      // The application may now only use what the token's mask shows: the result is withheld.
+      const put = await call(server, 'PUT', `/applications/${app.id}`, {
+        key: server.key,
+        body: { name: 'result reader', rules: [{ priority: 1, container: '/', transform: 'mask', permissions: ['token:use'] }] },
+      });
+      assert.equal(put.status, 200, put.text);
+      const narrowed = await read();
+      assertProblem(narrowed, 409, /may no longer use as it did: it is not shown again/);
+      assert.ok(!narrowed.text.includes('kept-result-secret-4471'));
+      // Back as it was, then the token deleted.
+      const back = await call(server, 'PUT', `/applications/${app.id}`, {
+        key: server.key,
+        body: { name: 'result reader', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:use'] }] },
+      });
+      assert.equal(back.status, 200, back.text);
+      assert.equal((await read()).status, 200);
+      const deleter = await createApplication(server, { name: 'deleter', type: 'private', permissions: ['token:delete'] });
+      assert.equal((await call(server, 'DELETE', `/tokens/${mine}`, { key: deleter.key })).status, 204);
+      const gone = await read();
+      assertProblem(gone, 409, /no longer exists/);
+      assert.ok(!gone.text.includes('kept-result-secret-4471'));
     });
   });
 

@@ -348,6 +348,35 @@ describe('POST /reactors/{id}/react', () => {
       assert.deepEqual(await reacted(id), { raw: { noType: 400, badCard: 400, missing: 404 } });
     });
 
+    it('holds bt.detokenize to POST /detokenize\'s limits, with its errors', async () => {
+      const reader = await createApplication(server, { name: 'reader', type: 'private', permissions: ['token:read'] });
+      const id = await reactor(
+        `module.exports = async ({ bt, args }) => {
+          const out = [];
+          const bodies = [
+            Object.fromEntries(Array.from({ length: 101 }, (_, i) => ['k' + i, '{{ ' + args.secret + ' }}'])),
+            { list: Array.from({ length: 60000 }, () => 0) },
+          ];
+          for (const body of bodies) {
+            try { await bt.detokenize(body); out.push('resolved'); } catch (e) { out.push({ status: e.status, message: e.message, data: e.data }); }
+          }
+          return { raw: out };
+        };`,
+        { application: { id: btApp.id } },
+      );
+      // Over the tenant's Detokenize Limit (100), and 60,000 values with no expression at all.
+      const overLimit = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`k${i}`, `{{ ${secret} }}`]));
+      const manyValues = { list: Array.from({ length: 60_000 }, () => 0) };
+      const { raw } = await reacted(id, { args: { secret } });
+      for (const [i, body] of [overLimit, manyValues].entries()) {
+        const route = await call(server, 'POST', '/detokenize', { key: reader.key, body });
+        assertProblem(route, 400);
+        assert.deepEqual(raw[i], { status: 400, message: route.body.detail, data: route.body.errors }, JSON.stringify(raw[i]));
+      }
+      assert.match(raw[0].message, /101 detokenization expressions exceed the tenant's limit of 100/);
+      assert.match(raw[1].message, /holds more than 10000 values/);
+    });
+
     it('uses the application as it is now: a deleted application leaves bt null', async () => {
       const app = await createApplication(server, { name: 'temporary', type: 'private', permissions: ['token:create'] });
       const id = await reactor(`module.exports = async (req) => ({ raw: { bt: req.bt !== null } });`, { application: { id: app.id } });
@@ -462,6 +491,135 @@ describe('POST /reactors/{id}/react', () => {
     it('the host is out of reach', async () => {
       const id = await reactor(`module.exports = async () => { const p = this.constructor.constructor('return typeof process')(); return { raw: { p, buffer: typeof Buffer, req: typeof require('@coffer/errors') } }; };`);
       assert.deepEqual(await reacted(id), { raw: { p: 'undefined', buffer: 'undefined', req: 'object' } });
+    });
+  });
+
+  describe('errors never echo what was detokenized', () => {
+    /** May only use tokens: it must never see their data. */
+    let useOnly: { id: string; key: string };
+    before(async () => {
+      useOnly = await createApplication(server, { name: 'use only', type: 'private', permissions: ['token:use'] });
+    });
+
+    /** The problem (but its request id, which may hold any digits) holds none of the card's or the secret's values. */
+    const assertScrubbed = (text: string) => {
+      const { request_id: _, ...problem } = JSON.parse(text);
+      const shown = JSON.stringify(problem);
+      for (const value of [PAN, CARD.cvc, String(YEAR), SECRET]) assert.ok(!shown.includes(value), `${value} in ${shown}`);
+    };
+
+    it('an ordinary error message: BigInt of a detokenized amount', async () => {
+      const id = await reactor(`module.exports = async (req) => ({ raw: { cents: String(BigInt(req.args.amount)) } });`);
+      const res = await react(id, { args: { amount: `{{ ${card} | json: "$.cvc" }}x{{ ${card} | json: "$.number" }}` } }, useOnly.key);
+      assertProblem(res, 422, /^SyntaxError: Cannot convert \[redacted\]x\[redacted\] to a BigInt$/);
+      assertScrubbed(res.text);
+      // The kept result, which its events name, is scrubbed the same way.
+      const [invoked] = await eventsOf(id);
+      const kept = await call(server, 'GET', `/reactors/${id}/results/${invoked.payload.request_id}`, { key: useOnly.key });
+      assertProblem(kept, 422, /\[redacted\]/);
+      assertScrubbed(kept.text);
+    });
+
+    it('values inside other text, escaped as JSON, in field names, and in an error class\'s data', async () => {
+      const id = await reactor(`const { BadRequestError } = require('@coffer/errors');
+        module.exports = async (req) => {
+          throw new BadRequestError('declined: ' + JSON.stringify(req.args), { card: req.args.card, [req.args.secret]: 'key', list: [req.args.card.number + '!'] });
+        };`);
+      const res = await react(id, { args: { card: `{{ ${card} }}`, secret: `{{ ${secret} }}` } }, useOnly.key);
+      assertProblem(res, 400, /^declined: /);
+      assertScrubbed(res.text);
+      assert.deepEqual(res.body.data, {
+        card: { number: '[redacted]', expiration_month: 12, expiration_year: '[redacted]', cvc: '[redacted]' },
+        '[redacted]': 'key',
+        list: ['[redacted]!'],
+      });
+    });
+
+    it('what a failing run logged stays out of the answer', async () => {
+      const id = await reactor(`module.exports = async (req) => {
+        console.log('number', req.args.number);
+        console.error(req.args);
+        throw new Error('failed after logging');
+      };`);
+      const res = await react(id, { args: { number: `{{ ${card} | json: '$.number' }}` } }, useOnly.key);
+      assertProblem(res, 422, /^failed after logging$/);
+      assertScrubbed(res.text);
+      assert.deepEqual(Object.keys(res.body).sort(), ['detail', 'request_id', 'status', 'title', 'type']);
+    });
+
+    it('data bt read for the run is scrubbed too', async () => {
+      const id = await reactor(`module.exports = async ({ bt, args }) => {
+        const t = await bt.tokens.retrieve(args.id);
+        const d = await bt.detokenize({ v: '{{ ' + args.other + ' }}' });
+        throw new Error('looked at ' + t.data.number + ' and ' + d.v);
+      };`, { application: { id: btApp.id } });
+      const res = await react(id, { args: { id: card, other: secret } }, useOnly.key);
+      assertProblem(res, 422, /^looked at \[redacted\] and \[redacted\]$/);
+      assertScrubbed(res.text);
+    });
+
+    it('short values are left alone, and a message holding nothing detokenized is kept whole', async () => {
+      const id = await reactor(`module.exports = async (req) => { throw new Error('month ' + req.args.month + ' of 12 checked at step 123'); };`);
+      // The month (12) is too short to scrub; the card's cvc (123) is scrubbed wherever it appears.
+      const res = await react(id, { args: { month: `{{ ${card} | json: '$.expiration_month' }}` } }, useOnly.key);
+      assertProblem(res, 422, /^month 12 of 12 checked at step \[redacted\]$/);
+      const plain = await react(id, { args: { month: 7 } }, useOnly.key);
+      assertProblem(plain, 422, /^month 7 of 12 checked at step 123$/);
+    });
+  });
+
+  describe('replays under SVC-IDEMPOTENCY-KEY', () => {
+    it('a stored reply is shown again only while its tokens exist and the caller may still use them as it did, each showing audited', async () => {
+      const VALUE = 'replayed-reactor-secret-2210';
+      rememberSecret(VALUE);
+      const all = ['token:use', 'token:delete'];
+      const app = await createApplication(server, { name: 'retrying invoker', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: all }] });
+      const mine = await token({ type: 'token', data: VALUE });
+      const id = await reactor(ECHO);
+      const key = randomUUID();
+      const send = () => call(server, 'POST', `/reactors/${id}/react`, { key: app.key, body: { args: { s: `{{ ${mine} }}` } }, headers: { 'svc-idempotency-key': key } });
+      const uses = async () => (await sql.query(`SELECT count(*)::int AS n FROM audit_events WHERE entity_id = $1 AND operation = 'use' AND actor_id = $2`, [mine, app.id])).rows[0].n;
+
+      const first = await send();
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.raw.args.s, VALUE);
+      assert.equal(await uses(), 1);
+      const replayed = await send();
+      assert.equal(replayed.status, 200, replayed.text);
+      assert.equal(replayed.headers.get('svc-idempotent-replayed'), 'true');
+      assert.deepEqual(replayed.body, first.body);
+      assert.equal(await uses(), 2, 'the replay is audited as a use');
+      assert.equal((await eventsOf(id)).filter((e) => e.type === 'reactor.invoked').length, 1, 'and did not run the code again');
+
+      // The rule revoked: the stored plaintext is not shown.
+      const put = await call(server, 'PUT', `/applications/${app.id}`, { key: server.key, body: { name: 'retrying invoker', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: all }] } });
+      assert.equal(put.status, 200, put.text);
+      const revoked = await send();
+      assertProblem(revoked, 409, /may no longer see as it did: it is not shown again/);
+      assert.ok(!revoked.text.includes(VALUE));
+      // Restored, it replays; once the token is deleted, it does not.
+      const back = await call(server, 'PUT', `/applications/${app.id}`, { key: server.key, body: { name: 'retrying invoker', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: all }] } });
+      assert.equal(back.status, 200, back.text);
+      assert.equal((await send()).status, 200);
+      assert.equal((await call(server, 'DELETE', `/tokens/${mine}`, { key: app.key })).status, 204);
+      const gone = await send();
+      assertProblem(gone, 409, /no longer exists/);
+      assert.ok(!gone.text.includes(VALUE));
+    });
+
+    it('a reply showing what bt read is not shown again once that token is deleted', async () => {
+      const VALUE = 'bt-read-replay-secret-8812';
+      rememberSecret(VALUE);
+      const read = await token({ type: 'token', data: VALUE });
+      const id = await reactor(`module.exports = async ({ bt, args }) => ({ raw: { seen: (await bt.tokens.retrieve(args.id)).data } });`, { application: { id: btApp.id } });
+      const key = randomUUID();
+      const send = () => call(server, 'POST', `/reactors/${id}/react`, { key: invoker.key, body: { args: { id: read } }, headers: { 'svc-idempotency-key': key } });
+      assert.deepEqual((await send()).body, { raw: { seen: VALUE } });
+      assert.equal((await send()).headers.get('svc-idempotent-replayed'), 'true');
+      assert.equal((await call(server, 'DELETE', `/tokens/${read}`, { key: btApp.key })).status, 204);
+      const gone = await send();
+      assertProblem(gone, 409, /no longer exists/);
+      assert.ok(!gone.text.includes(VALUE));
     });
   });
 

@@ -175,6 +175,30 @@ describe('POST /tokenize', () => {
     assert.equal(res.body[0].id, res.body[1].id);
   });
 
+  it('a replayed reply showing a token it found is shown again only while that token lives and the key sees it as it did', async () => {
+    const DINERS = '30569309025904';
+    rememberSecret(DINERS);
+    const all = ['token:create', 'token:read', 'token:delete'];
+    const app = await createApplication(server, { name: 'retrying tokenizer', type: 'private', rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: all }] });
+    // The token found holds a cvc the request does not send: the reply shows more than the request did.
+    const existing = await call(server, 'POST', '/tokens', { key: app.key, body: { type: 'card', data: { number: DINERS, expiration_month: 3, expiration_year: YEAR, cvc: '4471' } } });
+    assert.equal(existing.status, 201, existing.text);
+    const doc = { c: { type: 'card', data: { number: DINERS, expiration_month: 3, expiration_year: YEAR }, deduplicate_token: true } };
+    const send = () => call(server, 'POST', '/tokenize', { key: app.key, body: doc, headers: { 'svc-idempotency-key': `tokenize-${existing.body.id}` } });
+    const first = await send();
+    assert.equal(first.status, 201, first.text);
+    assert.equal(first.body.c.id, existing.body.id);
+    assert.equal(first.body.c.data.cvc, '4471');
+    const replayed = await send();
+    assert.equal(replayed.headers.get('svc-idempotent-replayed'), 'true');
+    assert.deepEqual(replayed.body, first.body);
+    assert.equal((await call(server, 'DELETE', `/tokens/${existing.body.id}`, { key: app.key })).status, 204);
+    const gone = await send();
+    assert.equal(gone.status, 409, gone.text);
+    assert.match(gone.body.detail, /no longer exists/);
+    assert.ok(!gone.text.includes(DINERS) && !gone.text.includes('4471'));
+  });
+
   it('a document without any token request, or with more than 100, is a 400', async () => {
     for (const doc of [{ nothing: 'here' }, [], 'text', 5, null, { a: { type: 'card' } }]) {
       const res = await tokenize(doc);

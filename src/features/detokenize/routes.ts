@@ -22,7 +22,7 @@ export function registerDetokenizeRoutes(app: FastifyInstance, detokenize: Detok
   }, async (request, reply) => {
     // An empty body parses as "no body" (see http/server.ts); there is nothing to detokenize.
     if (request.body === undefined) throw ApiError.field('body', 'is required: any JSON whose strings may hold detokenization expressions');
-    const result = await detokenize.detokenize(principalOf(request), request.body);
+    const result = await detokenize.detokenize(principalOf(request), request.body, { boundValues: true });
     // Serialized here: Fastify would send a bare string result as text/plain, not as a JSON string.
     return reply.type('application/json; charset=utf-8').send(JSON.stringify(result));
   });

@@ -6,6 +6,7 @@ import { placePath, type Place } from '../../http/field-path.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { LogService } from '../logs/service.ts';
 import type { TokenService, TokenView } from '../tokens/service.ts';
+import type { DisclosureSink } from './disclosed.ts';
 
 export type DetokenizeService = ReturnType<typeof createDetokenizeService>;
 
@@ -14,6 +15,32 @@ type Found = { place: Place | undefined; template: Template };
 
 /** The walks below recurse; a body nested deeper is refused (400) rather than overflowing the stack (500). */
 const MAX_DEPTH = 128;
+
+/**
+ * With `boundValues` (POST /detokenize, `bt.detokenize`), the values a body may hold in all
+ * (every string, number, boolean, null, array and object counts): the larger of this and
+ * VALUES_PER_EXPRESSION times the Detokenize Limit. The request body's size alone lets a
+ * body hold hundreds of thousands of values, each walked before anything is detokenized;
+ * code calling `bt.detokenize` in a loop would otherwise have the process walk them again
+ * and again, between every other request's work.
+ */
+export const MIN_VALUES_LIMIT = 10_000;
+export const VALUES_PER_EXPRESSION = 4;
+
+export type DetokenizeOptions = {
+  /** token:read (POST /detokenize, `bt`), or token:use (reactors and proxies). */
+  permission?: 'token:read' | 'token:use';
+  /** The field the body is at (`body`, `body.args`), for error paths. */
+  at?: string;
+  /** Bounds the distinct tokens one call may use (reactors: 100). */
+  maxTokens?: number;
+  /** Where the uses' audit entries go when the caller writes them (see TokenService.resolveForUse). */
+  deferAudit?: Item[];
+  /** Bounds the values walked: see MIN_VALUES_LIMIT. */
+  boundValues?: boolean;
+  /** Told every expression's output and every used token's data as shown (see ./disclosed.ts). */
+  disclosed?: DisclosureSink;
+};
 
 /**
  * POST /detokenize: every string holding `{{ <id> | … }}` or `{{ token: <id> }}` is
@@ -28,8 +55,11 @@ export function createDetokenizeService(deps: {
 }) {
   const { tokens, vault, logs, limitFor } = deps;
 
-  /** `root` names the value walked (`body`, `body.args`). */
-  function collect(node: unknown, root: string, place: Place | undefined, found: Found[], depth: number): void {
+  /** `root` names the value walked (`body`, `body.args`); `budget`, the values it may still hold, when bounded. */
+  function collect(node: unknown, root: string, place: Place | undefined, found: Found[], depth: number, budget?: { left: number; limit: number }): void {
+    if (budget && --budget.left < 0) {
+      throw ApiError.field(root, `holds more than ${budget.limit} values (strings, numbers, booleans, nulls, arrays and objects each count): at most ${budget.limit} per request`);
+    }
     if (typeof node === 'string') {
       if (!isTemplate(node)) return;
       try {
@@ -42,26 +72,21 @@ export function createDetokenizeService(deps: {
     }
     if (node === null || typeof node !== 'object') return;
     if (depth === MAX_DEPTH) throw ApiError.field(placePath(root, place), `is nested too deeply: at most ${MAX_DEPTH} levels of arrays and objects`);
-    if (Array.isArray(node)) node.forEach((item, i) => collect(item, root, { up: place, key: i }, found, depth + 1));
-    else for (const [k, v] of Object.entries(node)) collect(v, root, { up: place, key: k }, found, depth + 1);
+    if (Array.isArray(node)) node.forEach((item, i) => collect(item, root, { up: place, key: i }, found, depth + 1, budget));
+    else for (const [k, v] of Object.entries(node)) collect(v, root, { up: place, key: k }, found, depth + 1, budget);
   }
 
   return {
-    /** `maxTokens` bounds the distinct tokens one call may use (reactors: 100). */
-    async detokenize(
-      principal: Principal,
-      body: unknown,
-      permission: 'token:read' | 'token:use' = 'token:read',
-      at = 'body',
-      maxTokens?: number,
-      /** Where the uses' audit entries go when the caller writes them (see TokenService.resolveForUse). */
-      deferAudit?: Item[],
-    ): Promise<unknown> {
+    async detokenize(principal: Principal, body: unknown, options: DetokenizeOptions = {}): Promise<unknown> {
+      const { permission = 'token:read', at = 'body', maxTokens, deferAudit, disclosed } = options;
+      // Looked up first only when it bounds the walk: most bodies hold no expression, and need no limit.
+      let limit = options.boundValues ? await limitFor(principal.tenantId) : undefined;
       const found: Found[] = [];
-      collect(body, at, undefined, found, 0);
+      const values = limit === undefined ? undefined : Math.max(MIN_VALUES_LIMIT, VALUES_PER_EXPRESSION * limit);
+      collect(body, at, undefined, found, 0, values === undefined ? undefined : { left: values, limit: values });
       if (found.length === 0) return body;
       const refs = found.flatMap((f) => tokenReferences(f.template));
-      const limit = await limitFor(principal.tenantId);
+      limit ??= await limitFor(principal.tenantId);
       if (refs.length > limit) {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
       }
@@ -89,6 +114,7 @@ export function createDetokenizeService(deps: {
         hmacKey: await vault.expressionKeys(principal.tenantId),
         // Shared by every string of the request: its expressions together may add MAX_GROWTH characters.
         growth: { left: MAX_GROWTH },
+        onOutput: disclosed && ((value: unknown) => disclosed.rendered(value)),
       };
       // Templates are matched to strings by walk order (the same as collect's): no path is built
       // or looked up for the strings that render.
@@ -109,6 +135,7 @@ export function createDetokenizeService(deps: {
         return node;
       };
       const result = replace(body);
+      if (disclosed) for (const [id, v] of views) disclosed.token(id, v.data, { permission, transform: v.transform });
       if (!deferAudit) await logs.writeItems(audit);
       return result;
     },

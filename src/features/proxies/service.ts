@@ -18,6 +18,7 @@ import { configurationTooLarge, type Sandbox, type SandboxFailure, type SdkHost 
 import { hashApiKey } from '../../vault/api-keys.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
+import { Disclosure } from '../detokenize/disclosed.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
 import type { LogService } from '../logs/service.ts';
 import { createTokenSdk } from '../tokens/sdk.ts';
@@ -305,13 +306,21 @@ export function createProxyService(deps: {
    * /detokenize walk (token:use). Bodies without any '{{' are passed on byte for byte.
    * Returns the bytes to forward and, for JSON, the parsed value (for the transform).
    * A compressed body is bytes: its '{{' would be chance, so it is forwarded as it came.
+   * `disclosure` learns what the expressions rendered.
    */
-  async function detokenizeBody(entry: Live, principal: Principal | undefined, contentType: string | undefined, contentEncoding: string | undefined, body: Buffer | undefined) {
+  async function detokenizeBody(
+    entry: Live,
+    principal: Principal | undefined,
+    contentType: string | undefined,
+    contentEncoding: string | undefined,
+    body: Buffer | undefined,
+    disclosure: Disclosure,
+  ) {
     const kind = isEncoded(contentEncoding) ? 'binary' : bodyKind(contentType);
     if (!body || body.length === 0 || kind === 'binary' || !mayHoldExpressions(body, kind)) return { body, kind };
     const detokenized = async (value: unknown): Promise<unknown> => {
       if (!principal) throw noDetokenizer(entry);
-      return detokenize.detokenize(principal, value, 'token:use', 'body');
+      return detokenize.detokenize(principal, value, { permission: 'token:use', at: 'body', disclosed: disclosure });
     };
     if (kind === 'json') {
       const parsed = parseJson(body);
@@ -333,7 +342,7 @@ export function createProxyService(deps: {
   }
 
   /** Runs a code transform; failures become proxy errors carrying the sandbox's status. */
-  async function runCode(entry: Live, which: 'request' | 'response', code: string, args: Record<string, unknown>) {
+  async function runCode(entry: Live, which: 'request' | 'response', code: string, args: Record<string, unknown>, disclosure: Disclosure) {
     const app = await applicationOf(entry);
     const result = await sandbox.run({
       tenantId: entry.row.tenant_id,
@@ -341,7 +350,7 @@ export function createProxyService(deps: {
       cacheKey: `${entry.row.tenant_id}:proxy:${entry.row.id}:${(entry.row.modified_at ?? entry.row.created_at).getTime()}:${which}`,
       code,
       req: { args, configuration: entry.configuration },
-      sdk: app ? sdkFor(app) : undefined,
+      sdk: app ? sdkFor(app, disclosure) : undefined,
       limits: { timeoutMs: deps.timeoutMs, maxIoBytes: sandboxIoBytes },
       purpose: 'proxy_transform',
     });
@@ -355,8 +364,8 @@ export function createProxyService(deps: {
   }
 
   /** `bt` in transforms: the same methods as a reactor's, as the proxy's application (docs/reactors.md). */
-  function sdkFor(principal: Principal): SdkHost {
-    return createTokenSdk(principal, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body'));
+  function sdkFor(principal: Principal, disclosure: Disclosure): SdkHost {
+    return createTokenSdk(principal, tokens, detokenize.detokenize, disclosure.onBehalf());
   }
 
   async function forward(tenantId: string, url: string, method: string, headers: Record<string, string | string[]>, body: Buffer | undefined) {
@@ -371,7 +380,7 @@ export function createProxyService(deps: {
     }
   }
 
-  async function respond(entry: Live, res: { status: number; headers: Record<string, string | string[]>; body: Readable | Buffer }): Promise<Forwarded> {
+  async function respond(entry: Live, res: { status: number; headers: Record<string, string | string[]>; body: Readable | Buffer }, disclosure: Disclosure): Promise<Forwarded> {
     // HTTP parsers take any three digits, but a final answer's status is 200–599: past 599 it is no
     // status at all, and a 1xx is interim (Node's client, which sends SVC-PROXY-KEEP-ALIVE, hands
     // over 000–099, and a 101 that switches protocols nobody asked to switch). Passed on, such an
@@ -397,7 +406,7 @@ export function createProxyService(deps: {
       const masked = transform.matcher === 'regex' ? await maskRegex(entry, text, transform.expression, transform.replacement) : maskChaseStratusPan(text, transform.replacement);
       return { status: res.status, headers, body: Buffer.from(masked) };
     }
-    const out = await runCode(entry, 'response', transform.code, { body: transformBody(bodyKind(header(headers, 'content-type')), raw, undefined, 'destination'), headers });
+    const out = await runCode(entry, 'response', transform.code, { body: transformBody(bodyKind(header(headers, 'content-type')), raw, undefined, 'destination'), headers }, disclosure);
     const finalHeaders = out.headers ? withoutHopByHop(out.headers, true) : headers;
     const encoded = out.body === undefined ? raw : encodeBody(out.body, finalHeaders);
     return { status: res.status, headers: finalHeaders, body: encoded ?? Buffer.alloc(0) };
@@ -508,26 +517,33 @@ export function createProxyService(deps: {
         );
       }
       const bodyless = inv.method === 'GET';
-      const prepared = await detokenizeBody(entry, principal, header(inv.headers, 'content-type'), header(inv.headers, 'content-encoding'), bodyless ? undefined : inv.body);
-      let body = prepared.body;
+      // What the body's expressions rendered, and what `bt` hands the transforms, never comes
+      // back in an error: a caller with token:use alone may not see it (docs/proxies.md).
+      const disclosure = new Disclosure();
+      try {
+        const prepared = await detokenizeBody(entry, principal, header(inv.headers, 'content-type'), header(inv.headers, 'content-encoding'), bodyless ? undefined : inv.body, disclosure);
+        let body = prepared.body;
 
-      const requestTransform = entry.row.request_transform;
-      if (requestTransform) {
-        const args = {
-          body: transformBody(prepared.kind, body, prepared.json),
-          headers,
-          method: inv.method,
-          path,
-          query: queryObject(query.rest),
-        };
-        const out = await runCode(entry, 'request', requestTransform.code, args);
-        if (out.headers) headers = withConnectionChecked(out.headers);
-        if (out.body !== undefined) body = encodeBody(out.body, headers);
+        const requestTransform = entry.row.request_transform;
+        if (requestTransform) {
+          const args = {
+            body: transformBody(prepared.kind, body, prepared.json),
+            headers,
+            method: inv.method,
+            path,
+            query: queryObject(query.rest),
+          };
+          const out = await runCode(entry, 'request', requestTransform.code, args, disclosure);
+          if (out.headers) headers = withConnectionChecked(out.headers);
+          if (out.body !== undefined) body = encodeBody(out.body, headers);
+        }
+        // A transformed response is read whole; ask for it unencoded (undici does not decompress).
+        if (entry.row.response_transform) delete headers['accept-encoding'];
+        const res = await forward(entry.row.tenant_id, url, inv.method, headers, bodyless ? undefined : body);
+        return await respond(entry, res, disclosure);
+      } catch (err) {
+        throw disclosure.scrubError(err);
       }
-      // A transformed response is read whole; ask for it unencoded (undici does not decompress).
-      if (entry.row.response_transform) delete headers['accept-encoding'];
-      const res = await forward(entry.row.tenant_id, url, inv.method, headers, bodyless ? undefined : body);
-      return respond(entry, res);
     },
   };
 }

@@ -7,7 +7,7 @@ import type { Notifier } from '../../db/notifications.ts';
 import type { Logger } from '../../logger.ts';
 import type { Principal } from '../../access/principal.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
-import { afterCommit } from '../../http/idempotency.ts';
+import { afterCommit, noteShownData, type ShownData } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
@@ -15,6 +15,7 @@ import { storableUrl } from '../../outbound/storable-url.ts';
 import { configurationTooLarge, DEFAULT_LIMITS, type RunResult, type Sandbox, type SdkHost } from '../../sandbox/index.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { ApplicationService } from '../applications/service.ts';
+import { Disclosure, type DisclosureJson } from '../detokenize/disclosed.ts';
 import type { DetokenizeService } from '../detokenize/service.ts';
 import type { EventService } from '../events/service.ts';
 import type { LogService } from '../logs/service.ts';
@@ -204,10 +205,11 @@ export function createReactorService(deps: {
     caller: () => Promise<Principal>,
     args: unknown,
     timeoutMs: number,
+    disclosure: Disclosure,
     beforeEgress?: () => Promise<void>,
   ): Promise<Outcome> {
     const app = await appPrincipal(reactor);
-    const tokenSdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, (p, body) => detokenize.detokenize(p, body, 'token:read', 'body')) : undefined;
+    const tokenSdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, detokenize.detokenize, disclosure.onBehalf()) : undefined;
     const sdk = tokenSdk && beforeEgress ? gated(tokenSdk, beforeEgress) : tokenSdk;
     const result = await admit((wait) => sandbox.run({
       wait,
@@ -230,7 +232,9 @@ export function createReactorService(deps: {
       limits: { timeoutMs, memoryMb: limits.memoryMb },
       purpose: 'reactor',
     }));
-    return result.ok ? finish(reactor, app ? async () => app : caller, result.value, beforeEgress) : failed(result.error);
+    const outcome = result.ok ? await finish(reactor, app ? async () => app : caller, result.value, beforeEgress) : failed(result.error);
+    // Whatever the code was handed of token data stays out of what its failure reports.
+    return outcome.ok ? outcome : disclosure.scrubFailure(outcome);
   }
 
   /** reactor.completed or reactor.failed, with the request id Retrieve result takes. */
@@ -264,9 +268,12 @@ export function createReactorService(deps: {
     }
   }
 
-  /** Detokenizes the caller's args with token:use, at most `maxTokens` tokens; `deferAudit` as in TokenService.resolveForUse. */
-  function detokenizeArgs(principal: Principal, args: unknown, deferAudit?: Item[]): Promise<unknown> {
-    return detokenize.detokenize(principal, args ?? null, 'token:use', 'body.args', limits.maxTokens, deferAudit);
+  /**
+   * Detokenizes the caller's args with token:use, at most `maxTokens` tokens; `deferAudit` as in
+   * TokenService.resolveForUse; `disclosure` learns what the run is handed.
+   */
+  function detokenizeArgs(principal: Principal, args: unknown, deferAudit: Item[], disclosure: Disclosure): Promise<unknown> {
+    return detokenize.detokenize(principal, args ?? null, { permission: 'token:use', at: 'body.args', maxTokens: limits.maxTokens, deferAudit, disclosed: disclosure });
   }
 
   /**
@@ -309,16 +316,19 @@ export function createReactorService(deps: {
     // The uses are audited with the job that carries the data, not before: a call refused
     // below (413) or failing to queue used nothing.
     const uses: Item[] = [];
-    const plain = await detokenizeArgs(principal, args, uses);
+    const disclosure = new Disclosure();
+    const plain = await detokenizeArgs(principal, args, uses, disclosure);
     // Refused now, as a synchronous run would be, not when the job runs.
     if (Buffer.byteLength(JSON.stringify(plain ?? null), 'utf8') > DEFAULT_LIMITS.maxIoBytes) {
       throw new ApiError(413, `The arguments are larger than ${DEFAULT_LIMITS.maxIoBytes} bytes as JSON.`);
     }
     const requestId = uuidv4();
-    const sealed = await vault.encrypt(principal.tenantId, argsAad(requestId), { args: plain });
+    // What was detokenized travels with the arguments: the run scrubs its errors of it, and the
+    // result is shown only while the caller may still use those tokens.
+    const sealed = await vault.encrypt(principal.tenantId, argsAad(requestId), { args: plain, disclosed: disclosure.toJSON() } satisfies SealedArgs);
     await db.transaction(async (tx) => {
       await groupCommit.write(uses, tx);
-      await insertPendingResult(db, principal.tenantId, { id: requestId, reactor_id: reactor.id }, tx);
+      await insertPendingResult(db, principal.tenantId, { id: requestId, reactor_id: reactor.id, started_by: principal.actorId }, tx);
       await enqueue(db, principal.tenantId, RUN_JOB, {
         reactor_id: reactor.id,
         request_id: requestId,
@@ -338,8 +348,8 @@ export function createReactorService(deps: {
    * Stores the outcome of a pending run and records its event in one transaction, so a retried
    * job never reports one run twice. False when the result was no longer pending.
    */
-  async function storeOutcome(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome): Promise<boolean> {
-    const sealed = await sealOutcome(reactor.tenant_id, requestId, outcome);
+  async function storeOutcome(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome, shown: ShownData[]): Promise<boolean> {
+    const sealed = await sealOutcome(reactor.tenant_id, requestId, outcome, shown);
     return db.transaction(async (tx) => {
       const stored = await completeResult(db, reactor.tenant_id, { id: requestId, ...sealed }, tx);
       if (stored) await groupCommit.write([settledEvent(reactor, requestId, outcome)], tx);
@@ -351,20 +361,27 @@ export function createReactorService(deps: {
    * A synchronous run's outcome, kept as an async run's is: its events' request id then works
    * with Retrieve result too. Written with reactor.completed or reactor.failed.
    */
-  async function settled(reactor: { id: string; tenant_id: string }, requestId: string, outcome: Outcome): Promise<Item[]> {
-    const sealed = await sealOutcome(reactor.tenant_id, requestId, outcome);
-    return [settledEvent(reactor, requestId, outcome), resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, ...sealed })];
+  async function settled(reactor: { id: string; tenant_id: string }, requestId: string, startedBy: string, outcome: Outcome, shown: ShownData[]): Promise<Item[]> {
+    const sealed = await sealOutcome(reactor.tenant_id, requestId, outcome, shown);
+    return [settledEvent(reactor, requestId, outcome), resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, started_by: startedBy, ...sealed })];
   }
 
-  /** A finished run's stored form: its status, and the outcome sealed to the request id. */
-  async function sealOutcome(tenantId: string, requestId: string, outcome: Outcome) {
-    const { ciphertext, dataKeyId } = await vault.encrypt(tenantId, resultAad(requestId), outcome);
+  /**
+   * A finished run's stored form: its status, and the outcome sealed to the request id with the
+   * tokens whose data the run was handed (`shown`, see Disclosure.shown).
+   */
+  async function sealOutcome(tenantId: string, requestId: string, outcome: Outcome, shown: ShownData[]) {
+    const { ciphertext, dataKeyId } = await vault.encrypt(tenantId, resultAad(requestId), { ...outcome, shown } satisfies StoredOutcome);
     return { status: outcome.ok ? ('completed' as const) : ('failed' as const), ciphertext, data_key_id: dataKeyId };
   }
 
-  /** Sealed to the stored request id, never to a path's spelling of it (a UUID may come in upper case). */
-  function readOutcome(tenantId: string, row: ReactorResultRow): Promise<Outcome> {
-    return vault.decrypt(tenantId, resultAad(row.id), row.ciphertext!, row.data_key_id!) as Promise<Outcome>;
+  /**
+   * Sealed to the stored request id, never to a path's spelling of it (a UUID may come in upper
+   * case). A result stored before `shown` was kept has none.
+   */
+  async function readOutcome(tenantId: string, row: ReactorResultRow): Promise<{ outcome: Outcome; shown: ShownData[] }> {
+    const { shown = [], ...outcome } = (await vault.decrypt(tenantId, resultAad(row.id), row.ciphertext!, row.data_key_id!)) as StoredOutcome;
+    return { outcome: outcome as Outcome, shown };
   }
 
   return {
@@ -444,29 +461,34 @@ export function createReactorService(deps: {
       const reactor = await live(principal, id);
       // Nothing is recorded, and no code runs, unless every token may be used.
       const uses: Item[] = [];
-      const plain = await detokenizeArgs(principal, args, uses);
+      const disclosure = new Disclosure();
+      const plain = await detokenizeArgs(principal, args, uses, disclosure);
       const requestId = uuidv4();
+      const startedBy = principal.actorId;
       const audit = auditBeforeEgress([
         ...uses,
         // The stored id: the path may spell the UUID in upper case.
         logs.item(principal, { entityType: 'reactor', entityId: reactor.id, operation: 'react', message: `Reactor invoked (request ${requestId})` }),
         events.item(principal.tenantId, 'reactor.invoked', reactor.id, { reactor_id: reactor.id, request_id: requestId }),
-      ], [resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, status: 'pending', ciphertext: null, data_key_id: null })]);
+      ], [resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, started_by: startedBy, status: 'pending', ciphertext: null, data_key_id: null })]);
       let outcome: Outcome;
       try {
-        outcome = await execute(reactor, async () => principal, plain, limits.syncTimeoutMs, audit.flush);
+        outcome = await execute(reactor, async () => principal, plain, limits.syncTimeoutMs, disclosure, audit.flush);
       } catch (err) {
         // Turned away before anything ran: there was no invocation to record.
         if (err instanceof BusyError) throw err;
         // Not the code's fault (Coffer failed): the invocation still ends in reactor.failed.
         const failure: Outcome = err instanceof ApiError
-          ? { ok: false, status: err.status, detail: err.detail, errors: err.errors }
+          ? disclosure.scrubFailure({ ok: false as const, status: err.status, detail: err.detail, errors: err.errors })
           : { ok: false, status: 500, detail: 'The reactor could not be run. Quote the request id when reporting it.' };
-        await settled(reactor, requestId, failure).then((items) => audit.finish(items)).catch(() => undefined);
-        throw err;
+        await settled(reactor, requestId, startedBy, failure, disclosure.shown()).then((items) => audit.finish(items)).catch(() => undefined);
+        throw disclosure.scrubError(err);
       }
-      await audit.finish(await settled(reactor, requestId, outcome));
+      const shown = disclosure.shown();
+      await audit.finish(await settled(reactor, requestId, startedBy, outcome, shown));
       if (!outcome.ok) throw new ReactorProblem(outcome);
+      // A reply kept under an idempotency key is shown again only while these may still be used.
+      for (const entry of shown) noteShownData(entry);
       return outcome.response;
     },
 
@@ -482,12 +504,23 @@ export function createReactorService(deps: {
       return accept(principal, reactor, args, target);
     },
 
-    /** pending → undefined; completed → the Reactor Response; failed → the translated problem (thrown). */
+    /**
+     * pending → undefined; completed → the Reactor Response; failed → the translated problem
+     * (thrown). Only the application or session that started the run reads it: to anyone else
+     * (and for a result kept before its starter was, see migration 013) it does not exist. A
+     * finished run's answer is shown again only while the tokens it was handed still exist and
+     * the caller may still use them as it could, and each showing is audited as a use.
+     */
     async result(principal: Principal, id: string, requestId: string): Promise<{ tokens?: unknown; raw?: unknown } | undefined> {
       const row = await findResult(db, principal.tenantId, id, requestId);
-      if (!row) throw ApiError.notFound('reactor result');
+      if (!row || row.started_by !== principal.actorId) throw ApiError.notFound('reactor result');
       if (row.status === 'pending') return undefined;
-      const outcome = await readOutcome(principal.tenantId, row);
+      const { outcome, shown } = await readOutcome(principal.tenantId, row);
+      if (shown.length > 0) {
+        await tokens.checkShown(principal, shown, (tokenId, gone) => ApiError.conflict(
+          `The result of this run shows what the reactor made of token ${tokenId}, which ${gone ? 'no longer exists' : 'the API key may no longer use as it did'}: it is not shown again.`,
+        ));
+      }
       if (!outcome.ok) throw new ReactorProblem(outcome);
       return outcome.response;
     },
@@ -501,35 +534,38 @@ export function createReactorService(deps: {
       if (!stored) return;
       if (stored.status === 'pending') {
         let outcome: Outcome;
+        let disclosure = new Disclosure();
         try {
           const row = await findReactor(db, tenantId, p.reactor_id);
           const reactor = row && (await hydrate(row));
           if (!reactor) outcome = { ok: false, status: 404, detail: 'The reactor was deleted before it ran.' };
           else {
-            const { args } = (await vault.decrypt(tenantId, argsAad(p.request_id), Buffer.from(p.args, 'base64'), p.data_key_id)) as { args: unknown };
-            outcome = await execute(reactor, () => currentCaller(p.caller), args, limits.asyncTimeoutMs);
+            const sealed = (await vault.decrypt(tenantId, argsAad(p.request_id), Buffer.from(p.args, 'base64'), p.data_key_id)) as SealedArgs;
+            // A run queued before the arguments carried their disclosure: every value in them is scrubbed.
+            disclosure = sealed.disclosed ? Disclosure.fromJSON(sealed.disclosed) : Disclosure.ofValues(sealed.args);
+            outcome = await execute(reactor, () => currentCaller(p.caller), sealed.args, limits.asyncTimeoutMs, disclosure);
           }
         } catch (err) {
           // Retried while attempts remain; the last one settles the result, or it would stay pending forever.
           if (job.attempt < job.maxAttempts) throw err;
-          log.error({ request_id: p.request_id, err: (err as Error)?.message }, 'reactor run failed on its last attempt');
+          log.error({ request_id: p.request_id, err: disclosure.scrub(String((err as Error)?.message)) }, 'reactor run failed on its last attempt');
           outcome = err instanceof ApiError && err.status < 500
-            ? { ok: false, status: err.status, detail: err.detail, errors: err.errors }
+            ? disclosure.scrubFailure({ ok: false as const, status: err.status, detail: err.detail, errors: err.errors })
             : { ok: false, status: 500, detail: 'The reactor could not be run. Quote the request id when reporting it.' };
         }
         try {
-          await storeOutcome(ref, p.request_id, outcome);
+          await storeOutcome(ref, p.request_id, outcome, disclosure.shown());
         } catch (err) {
           // The outcome could not be kept: retried while attempts remain, then a small failure
           // stands in for it, or the result would stay pending forever.
           if (job.attempt < job.maxAttempts) throw err;
           log.error({ request_id: p.request_id, err: (err as Error)?.message }, 'reactor result could not be stored on its last attempt');
-          await storeOutcome(ref, p.request_id, { ok: false, status: 500, detail: 'The reactor ran, but its result could not be stored. Quote the request id when reporting it.' });
+          await storeOutcome(ref, p.request_id, { ok: false, status: 500, detail: 'The reactor ran, but its result could not be stored. Quote the request id when reporting it.' }, disclosure.shown());
         }
         // Whatever is stored now is the result, whichever run stored it: the callback sends that.
         stored = (await findResult(db, tenantId, p.reactor_id, p.request_id))!;
       }
-      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, await readOutcome(tenantId, stored));
+      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, (await readOutcome(tenantId, stored)).outcome);
     },
   };
 
@@ -560,6 +596,10 @@ export function createReactorService(deps: {
 }
 
 type RunPayload = { reactor_id: string; request_id: string; args: string; data_key_id: string; caller: SerializedPrincipal; callback_url?: string };
+/** What a queued run's `args` open to: its detokenized arguments, and what was detokenized (none in runs queued before it was kept). */
+type SealedArgs = { args: unknown; disclosed?: DisclosureJson };
+/** A finished run as sealed: its outcome, and the tokens whose data it was handed (none in results kept before they were). */
+type StoredOutcome = Outcome & { shown?: ShownData[] };
 type SerializedPrincipal = Omit<Principal, 'expiresAt'> & { expiresAt: string | null };
 
 function serializePrincipal(p: Principal): SerializedPrincipal {

@@ -74,13 +74,19 @@ export async function deleteReactor(db: Database, tenantId: string, id: string, 
 export type ReactorResultRow = {
   id: string;
   reactor_id: string;
+  /** The application or session that started the run (its principal's actor id); null for results kept before migration 013. */
+  started_by: string | null;
   status: 'pending' | 'completed' | 'failed';
   ciphertext: Buffer | null;
   data_key_id: string | null;
 };
 
-export async function insertPendingResult(db: Database, tenantId: string, r: { id: string; reactor_id: string }, tx?: Tx): Promise<void> {
-  await db.query(`INSERT INTO reactor_results (id, tenant_id, reactor_id, status) VALUES ($1, $2, $3, 'pending')`, [r.id, tenantId, r.reactor_id], tx);
+export async function insertPendingResult(db: Database, tenantId: string, r: { id: string; reactor_id: string; started_by: string }, tx?: Tx): Promise<void> {
+  await db.query(
+    `INSERT INTO reactor_results (id, tenant_id, reactor_id, started_by, status) VALUES ($1, $2, $3, $4, 'pending')`,
+    [r.id, tenantId, r.reactor_id, r.started_by],
+    tx,
+  );
 }
 
 export async function completeResult(
@@ -100,7 +106,7 @@ export async function completeResult(
 
 export async function findResult(db: Database, tenantId: string, reactorId: string, id: string): Promise<ReactorResultRow | undefined> {
   return db.one<ReactorResultRow>(
-    `SELECT id, reactor_id, status, ciphertext, data_key_id FROM reactor_results WHERE tenant_id = $1 AND reactor_id = $2 AND id = $3`,
+    `SELECT id, reactor_id, started_by, status, ciphertext, data_key_id FROM reactor_results WHERE tenant_id = $1 AND reactor_id = $2 AND id = $3`,
     [tenantId, reactorId, id],
   );
 }
@@ -118,7 +124,7 @@ export async function deleteOldResultsAcrossTenants(db: Database, days: number):
  * A run's result as a group commit writes it: pending from a synchronous run's first call out
  * (its request id is then on record in reactor.invoked), then settled.
  */
-export type ResultWrite = Pick<ReactorResultRow, 'id' | 'reactor_id' | 'status' | 'ciphertext' | 'data_key_id'> & { tenant_id: string };
+export type ResultWrite = Pick<ReactorResultRow, 'id' | 'reactor_id' | 'status' | 'ciphertext' | 'data_key_id'> & { tenant_id: string; started_by: string };
 
 /**
  * The INSERT of results (any tenants), for a group commit. A settled result takes the place of
@@ -128,15 +134,16 @@ export type ResultWrite = Pick<ReactorResultRow, 'id' | 'reactor_id' | 'status' 
  */
 export function insertResultsStatement(rows: ResultWrite[]): Statement {
   return {
-    sql: `INSERT INTO reactor_results AS r (id, tenant_id, reactor_id, status, ciphertext, data_key_id, completed_at)
-     SELECT id, tenant_id, reactor_id, status, ciphertext, data_key_id, CASE WHEN status = 'pending' THEN NULL ELSE now() END
-     FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::bytea[], $6::uuid[]) AS t (id, tenant_id, reactor_id, status, ciphertext, data_key_id)
+    sql: `INSERT INTO reactor_results AS r (id, tenant_id, reactor_id, started_by, status, ciphertext, data_key_id, completed_at)
+     SELECT id, tenant_id, reactor_id, started_by, status, ciphertext, data_key_id, CASE WHEN status = 'pending' THEN NULL ELSE now() END
+     FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::bytea[], $7::uuid[]) AS t (id, tenant_id, reactor_id, started_by, status, ciphertext, data_key_id)
      ON CONFLICT (id) DO UPDATE SET status = excluded.status, ciphertext = excluded.ciphertext, data_key_id = excluded.data_key_id, completed_at = excluded.completed_at
      WHERE r.status = 'pending' AND r.tenant_id = excluded.tenant_id AND r.reactor_id = excluded.reactor_id`,
     params: [
       rows.map((r) => r.id),
       rows.map((r) => r.tenant_id),
       rows.map((r) => r.reactor_id),
+      rows.map((r) => r.started_by),
       rows.map((r) => r.status),
       rows.map((r) => r.ciphertext),
       rows.map((r) => r.data_key_id),

@@ -312,6 +312,29 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     return { pagination: result.pagination, data: await readable(principal, result.data, permission) };
   }
 
+  /**
+   * Before token data shown once (a stored reply, a reactor run's kept result) is shown again:
+   * every token must still be live, and the caller's access to it as it was, or `refused` is
+   * thrown. An entry without access (data another principal read, such as a reactor's `bt`)
+   * only needs its token to exist. The showing is audited as the first was: a use again for
+   * token:use, a read for data revealed by the other permissions.
+   */
+  async function checkShown(principal: Principal, shown: ShownData[], refused: (tokenId: string, gone: boolean) => ApiError): Promise<void> {
+    const rows = new Map((await load(principal.tenantId, [...new Set(shown.map((s) => s.tokenId))])).map((r) => [r.id, r]));
+    for (const { tokenId, access } of shown) {
+      const row = rows.get(tokenId);
+      if (!row) throw refused(tokenId, true);
+      if (access.some((a) => (accessTo(principal, a.permission, row) ?? 'none') !== a.transform)) throw refused(tokenId, false);
+    }
+    const entries: AuditEntry[] = [];
+    for (const { tokenId, access } of shown) {
+      const use = access.find((a) => a.permission === 'token:use');
+      if (use) entries.push({ entityType: 'token', entityId: tokenId, operation: 'use', message: `Token detokenized (${use.transform}), shown again` });
+      else if (access.length > 0 && access.every((a) => a.transform === 'reveal')) entries.push(revealEntry(tokenId, 'read'));
+    }
+    await logs.useMany(principal, entries);
+  }
+
   return {
     create(principal: Principal, input: TokenInput): Promise<TokenView> {
       const readsFirst = input.id !== undefined || input.deduplicate_token === true;
@@ -426,20 +449,13 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
      * still be live, and the caller's access to it as it was (a 409 otherwise). The showing
      * is audited as the first was.
      */
-    async checkReplay(principal: Principal, shown: ShownData[]): Promise<void> {
-      const rows = new Map((await load(principal.tenantId, [...new Set(shown.map((s) => s.tokenId))])).map((r) => [r.id, r]));
-      for (const { tokenId, access } of shown) {
-        const row = rows.get(tokenId);
-        const changed = !row || access.some((a) => (accessTo(principal, a.permission, row) ?? 'none') !== a.transform);
-        if (changed) {
-          throw ApiError.conflict(
-            `The reply stored for this SVC-IDEMPOTENCY-KEY shows the data of token ${tokenId}, which ${row ? 'the API key may no longer see as it did' : 'no longer exists'}: it is not shown again. Send the request with a new key.`,
-          );
-        }
-      }
-      const revealed = shown.filter((s) => s.access.every((a) => a.transform === 'reveal'));
-      await logs.useMany(principal, revealed.map((s) => revealEntry(s.tokenId, 'read')));
+    checkReplay(principal: Principal, shown: ShownData[]): Promise<void> {
+      return checkShown(principal, shown, (tokenId, gone) => ApiError.conflict(
+        `The reply stored for this SVC-IDEMPOTENCY-KEY shows the data of token ${tokenId}, which ${gone ? 'no longer exists' : 'the API key may no longer see as it did'}: it is not shown again. Send the request with a new key.`,
+      ));
     },
+
+    checkShown,
 
     async remove(principal: Principal, id: string): Promise<void> {
       await db.transaction(async (tx) => {
