@@ -322,14 +322,15 @@ export class Sandbox {
   }
 
   /**
-   * Ends every sandbox process (runs in progress end with a runtime failure) and waits up to
-   * `waitMs` for them to exit and for the runs to settle.
+   * Ends every sandbox process at once (runs in progress end with a runtime failure: nothing
+   * of a process is worth keeping once the sandbox goes) and waits up to `waitMs` for them to
+   * exit and for the runs to settle.
    */
   async dispose(waitMs = 2000): Promise<void> {
     this.#disposed = true;
     for (const timer of this.#idleTimers.values()) clearTimeout(timer);
     this.#idleTimers.clear();
-    const closing = [...this.#groups.values()].map((p) => p.close(waitMs));
+    const closing = [...this.#groups.values()].map((p) => p.close(waitMs, true));
     this.#groups.clear();
     await this.#checker.dispose(waitMs);
     if (closing.length === 0 && this.#inflight.size === 0) return;

@@ -236,14 +236,27 @@ export class SandboxProcess {
     if (!this.#dead) this.#child.kill('SIGKILL');
   }
 
-  /** Lets the process go once it has nothing to do; ends it after `waitMs` regardless. */
-  async close(waitMs: number): Promise<void> {
+  /**
+   * Lets the process go: at once (`now`: its runs end with ProcessDied), or once it has
+   * nothing to do, ending it after `waitMs` regardless. Resolves when it has exited, or after
+   * `waitMs` at the latest.
+   */
+  async close(waitMs: number, now = false): Promise<void> {
     this.#closing = true;
     if (this.#dead) return;
     const exited = new Promise<void>((resolve) => (this.#exited = resolve));
-    if (this.#child.connected) this.#child.disconnect();
-    const timer = setTimeout(() => this.kill(), waitMs);
-    await exited;
+    if (now) this.kill();
+    else if (this.#child.connected) this.#child.disconnect();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      exited,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          this.kill();
+          resolve();
+        }, waitMs);
+      }),
+    ]);
     clearTimeout(timer);
   }
 }
