@@ -164,12 +164,18 @@ describe('token access rules and transforms', () => {
   });
 
   describe('public application keys', () => {
-    it('create tokens (201) but never see data, even under a reveal rule, and cannot read them back', async () => {
+    it('create tokens (201) but never see data, and cannot read them back; a rule cannot say otherwise', async () => {
       const plain = (await createApplication(server, { name: 'browser', type: 'public', permissions: ['token:create'] })).key;
+      const revealing = await call(server, 'POST', '/applications', {
+        key: server.key,
+        body: { name: 'browser with rule', type: 'public', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:create'] }] },
+      });
+      assert.equal(revealing.status, 400, revealing.text);
+      assert.ok(revealing.body.errors['body.rules[0].transform'], revealing.text);
       const ruled = (await createApplication(server, {
         name: 'browser with rule',
         type: 'public',
-        rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:create'] }],
+        rules: [{ priority: 1, container: '/pci/', permissions: ['token:create'] }],
       })).key;
       for (const key of [plain, ruled]) {
         const created = await call(server, 'POST', '/tokens', { key, body: { type: 'card', data: CARD } });
