@@ -40,6 +40,14 @@ const WHOLE_NUMBERS = [
     name: 'SANDBOX_WARM_MEMORY_MB', field: 'sandboxWarmMemoryMb', byDefault: 512, taken: [0, 2048], bad: ['-1', '1048577', '512MB', '1.5', 'abc'],
     message: /SANDBOX_WARM_MEMORY_MB must be a whole number from 0 to 1048576/,
   },
+  // Tokens a minute public and session keys may create; 0 turns each limit off.
+  {
+    name: 'PUBLIC_TOKEN_CREATE_RATE', field: 'publicTokenCreateRate', byDefault: 60, taken: [0, 600], bad: ['-1', '1000001', 'abc', '1.5'],
+    message: /PUBLIC_TOKEN_CREATE_RATE must be a whole number from 0 to 1000000/,
+  },
+  { name: 'PUBLIC_TOKEN_CREATE_BURST', field: 'publicTokenCreateBurst', byDefault: 30, taken: [1, 100], bad: ['0', '1000001', 'abc'], message: /PUBLIC_TOKEN_CREATE_BURST/ },
+  { name: 'PUBLIC_TOKEN_CREATE_KEY_RATE', field: 'publicTokenCreateKeyRate', byDefault: 6000, taken: [0, 60_000], bad: ['-1', '10000001', 'abc'], message: /PUBLIC_TOKEN_CREATE_KEY_RATE/ },
+  { name: 'PUBLIC_TOKEN_CREATE_KEY_BURST', field: 'publicTokenCreateKeyBurst', byDefault: 1000, taken: [1, 5000], bad: ['0', '10000001', 'abc'], message: /PUBLIC_TOKEN_CREATE_KEY_BURST/ },
 ] as const;
 
 for (const setting of WHOLE_NUMBERS) {
