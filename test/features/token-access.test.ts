@@ -390,6 +390,18 @@ describe('token access rules and transforms', () => {
       assert.equal((await patch(victim.id, { containers: [MOVES, OPEN] }, updater)).status, 403);
       assert.deepEqual((await get(victim.id, admin)).body.containers, [MOVES]);
       assert.equal((await get(victim.id, reader)).status, 403);
+      // Taking it out of a container can show more as well: here a rule on /moves/shadow/ comes
+      // first and redacts, so the reveal of /moves/ applies once the token has left it.
+      const shadowed = await keyWith({
+        rules: [
+          { priority: 1, container: '/moves/shadow/', transform: 'redact', permissions: ['token:read'] },
+          { priority: 2, container: '/moves/', transform: 'reveal', permissions: ['token:read'] },
+        ],
+      });
+      const hidden = await token({ type: 'card', data: CARD, containers: [MOVES, '/moves/shadow/'] });
+      assert.equal('data' in (await get(hidden.id, shadowed)).body, false);
+      assert.equal((await patch(hidden.id, { containers: [MOVES] }, updater)).status, 403);
+      assert.equal('data' in (await get(hidden.id, shadowed)).body, false);
       // Where nobody sees more than now, it may move it.
       const archived = await patch(victim.id, { containers: [ARCHIVE] }, updater);
       assert.equal(archived.status, 200, archived.text);
