@@ -69,7 +69,16 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   applications = createApplicationService({ db, logs, keys, notifier, log, cacheSeconds: config.authCacheSeconds });
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
   const tenants = createTenantService({ db, logs, applications });
-  const tokens = createTokenService({ db, groupCommit, vault, logs, events, log });
+  const tokens = createTokenService({
+    db, groupCommit, vault, logs, events, log,
+    audience: async (tenantId, containers) => [...(await applications.tokenGrantees(tenantId)), ...(await sessions.tokenGranteesIn(tenantId, containers))],
+    clientCreates: {
+      rate: config.publicTokenCreateRate,
+      burst: config.publicTokenCreateBurst,
+      keyRate: config.publicTokenCreateKeyRate,
+      keyBurst: config.publicTokenCreateKeyBurst,
+    },
+  });
   const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit }, config.authCacheSeconds * 1000);
   const detokenize = createDetokenizeService({ tokens, vault, logs, limitFor: async (tenantId) => (await quotas.of(tenantId)).detokenize_limit });
   const authenticator = new Authenticator(

@@ -42,6 +42,12 @@ export type Config = {
   proxyMaxDecompressedBytes: number;
   proxyAnonymousRate: number;
   proxyAnonymousBurst: number;
+  /** Tokens a minute each public key (or session key) may create from one client address; 0 turns the limit off. */
+  publicTokenCreateRate: number;
+  publicTokenCreateBurst: number;
+  /** Tokens a minute each public key (or session key) may create from all addresses together; 0 turns the limit off. */
+  publicTokenCreateKeyRate: number;
+  publicTokenCreateKeyBurst: number;
   reactorTimeoutMs: number;
   reactorAsyncTimeoutMs: number;
   reactorMemoryMb: number;
@@ -139,6 +145,10 @@ export function loadConfig(env: Env = process.env): Config {
     proxyMaxDecompressedBytes: read.int('PROXY_MAX_DECOMPRESSED_BYTES', proxyMaxBodyBytes, 1024, 104_857_600),
     proxyAnonymousRate: read.int('PROXY_ANONYMOUS_RATE', 20, 0, 100_000),
     proxyAnonymousBurst: read.int('PROXY_ANONYMOUS_BURST', 40, 1, 1_000_000),
+    publicTokenCreateRate: read.int('PUBLIC_TOKEN_CREATE_RATE', 60, 0, 1_000_000),
+    publicTokenCreateBurst: read.int('PUBLIC_TOKEN_CREATE_BURST', 30, 1, 1_000_000),
+    publicTokenCreateKeyRate: read.int('PUBLIC_TOKEN_CREATE_KEY_RATE', 6000, 0, 10_000_000),
+    publicTokenCreateKeyBurst: read.int('PUBLIC_TOKEN_CREATE_KEY_BURST', 1000, 1, 10_000_000),
     metricsToken: read.secret('METRICS_TOKEN', 16),
     metricsPort: read.optionalInt('METRICS_PORT', 0, 65535),
     shutdownGraceSeconds: read.int('SHUTDOWN_GRACE_SECONDS', 20, 0, 600),

@@ -47,6 +47,14 @@ const WHOLE_NUMBERS = [
   // 0: no quarantine.
   { name: 'SANDBOX_QUARANTINE_SECONDS', field: 'sandboxQuarantineSeconds', byDefault: 600, taken: [0, 86_400], bad: ['-1', '86401'], message: /SANDBOX_QUARANTINE_SECONDS/ },
   { name: 'SANDBOX_NICE', field: 'sandboxNice', byDefault: 10, taken: [0, 19], bad: ['-1', '20'], message: /SANDBOX_NICE/ },
+  // Tokens a minute public and session keys may create; 0 turns each limit off.
+  {
+    name: 'PUBLIC_TOKEN_CREATE_RATE', field: 'publicTokenCreateRate', byDefault: 60, taken: [0, 600], bad: ['-1', '1000001', 'abc', '1.5'],
+    message: /PUBLIC_TOKEN_CREATE_RATE must be a whole number from 0 to 1000000/,
+  },
+  { name: 'PUBLIC_TOKEN_CREATE_BURST', field: 'publicTokenCreateBurst', byDefault: 30, taken: [1, 100], bad: ['0', '1000001', 'abc'], message: /PUBLIC_TOKEN_CREATE_BURST/ },
+  { name: 'PUBLIC_TOKEN_CREATE_KEY_RATE', field: 'publicTokenCreateKeyRate', byDefault: 6000, taken: [0, 60_000], bad: ['-1', '10000001', 'abc'], message: /PUBLIC_TOKEN_CREATE_KEY_RATE/ },
+  { name: 'PUBLIC_TOKEN_CREATE_KEY_BURST', field: 'publicTokenCreateKeyBurst', byDefault: 1000, taken: [1, 5000], bad: ['0', '10000001', 'abc'], message: /PUBLIC_TOKEN_CREATE_KEY_BURST/ },
 ] as const;
 
 describe('SANDBOX_CONCURRENCY and a tenant\'s share of it', () => {

@@ -10,7 +10,7 @@ export const Condition = Type.Object({
   attribute: Type.Enum(['id', 'container']),
   operator: Type.Enum(['starts_with', 'equals']),
   value: Type.String({ maxLength: 500 }),
-});
+}, { additionalProperties: false });
 export type Condition = Static<typeof Condition>;
 
 export const AccessRuleSchema = Type.Object({
@@ -20,7 +20,7 @@ export const AccessRuleSchema = Type.Object({
   conditions: Type.Optional(Type.Array(Condition, { maxItems: 20 })),
   transform: Type.Optional(Type.Enum([...TRANSFORMS], { default: 'redact' })),
   permissions: Type.Array(Type.String({ maxLength: 100 }), { minItems: 1, maxItems: 50 }),
-});
+}, { additionalProperties: false });
 export type AccessRuleInput = Static<typeof AccessRuleSchema>;
 
 export type AccessRule = {
@@ -57,7 +57,9 @@ export function checkPermissions(perms: string[], grantee: Grantee, field: strin
 
 /**
  * The spec's rule shape rules: `container` is required for public and private applications,
- * `conditions` exist only on sessions, and the two never appear together.
+ * `conditions` exist only on sessions, and the two never appear together. A public
+ * application's rule redacts: its keys are in every browser and never see token data, so a
+ * rule saying `mask` or `reveal` would be stored and shown as a promise no key keeps.
  */
 export function checkRules(rules: AccessRuleInput[], grantee: Grantee, field: string, errors: FieldErrorList): AccessRule[] {
   const priorities = new Set<number>();
@@ -79,6 +81,9 @@ export function checkRules(rules: AccessRuleInput[], grantee: Grantee, field: st
         errors.add(`${at}.container`, 'management permissions are not scoped to a container');
       }
       if (grantee !== 'management' && rule.container === undefined) errors.add(`${at}.container`, 'is required');
+      if (grantee === 'public' && rule.transform !== undefined && rule.transform !== 'redact') {
+        errors.add(`${at}.transform`, 'must be redact (or left out): public application keys never see token data');
+      }
     }
   });
   return rules

@@ -4,10 +4,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
 import { assertAuthCases } from '../helpers/security.ts';
-import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
+import { queryOnce, rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /** A private application body that passes validation; cases below break one thing at a time. */
 const PRIVATE_APP = { name: 'backend', type: 'private', rules: [{ priority: 1, container: '/pci/', permissions: ['token:read'] }] };
+/** The same as an update: a PUT takes no type (nor expiry), which are fixed at creation. */
+const PRIVATE_UPDATE = { name: PRIVATE_APP.name, rules: PRIVATE_APP.rules };
 
 /** A 400 problem whose `errors` names the field; the request must not have been half-applied. */
 function assertInvalid(res: Response, field: string): void {
@@ -162,6 +164,11 @@ describe('applications', () => {
       { what: 'an unknown transform', body: { name: 'x', type: 'private', rules: [{ priority: 1, container: '/pci/', transform: 'encrypt', permissions: ['token:read'] }] }, field: 'body.rules[0].transform' },
       { what: 'a private rule without container', body: { name: 'x', type: 'private', rules: [{ priority: 1, permissions: ['token:read'] }] }, field: 'body.rules[0].container' },
       { what: 'a public rule without container', body: { name: 'x', type: 'public', rules: [{ priority: 1, permissions: ['token:create'] }] }, field: 'body.rules[0].container' },
+      // Public keys always redact: a rule saying otherwise would be shown as a promise no key keeps.
+      { what: 'a public rule that reveals', body: { name: 'x', type: 'public', rules: [{ priority: 1, container: '/browser/', transform: 'reveal', permissions: ['token:create'] }] }, field: 'body.rules[0].transform' },
+      { what: 'a public rule that masks', body: { name: 'x', type: 'public', rules: [{ priority: 1, container: '/browser/', transform: 'mask', permissions: ['token:create'] }] }, field: 'body.rules[0].transform' },
+      { what: 'an unknown member', body: { ...PRIVATE_APP, key: 'mine' }, field: 'body.key' },
+      { what: 'an unknown member of a rule', body: { name: 'x', type: 'private', rules: [{ priority: 1, container: '/pci/', transfrom: 'reveal', permissions: ['token:read'] }] }, field: 'body.rules[0].transfrom' },
       { what: 'a container without a leading slash', body: { name: 'x', type: 'private', rules: [{ priority: 1, container: 'pci/', permissions: ['token:read'] }] }, field: 'body.rules[0].container' },
       { what: 'a container in upper case', body: { name: 'x', type: 'private', rules: [{ priority: 1, container: '/PCI/', permissions: ['token:read'] }] }, field: 'body.rules[0].container' },
       { what: 'a container without a trailing slash', body: { name: 'x', type: 'private', rules: [{ priority: 1, container: '/pci', permissions: ['token:read'] }] }, field: 'body.rules[0].container' },
@@ -401,8 +408,7 @@ describe('applications', () => {
       assertInvalid(await put(priv.id, { name: 'p', rules: [{ priority: 1, permissions: ['token:read'] }] }), 'body.rules[0].container');
       assertInvalid(await put(mgmt.id, { name: 'm', permissions: ['token:read'] }), 'body.permissions[0]');
       assertInvalid(await put(mgmt.id, { name: 'm', rules: [{ priority: 1, container: '/pci/', permissions: ['log:read'] }] }), 'body.rules[0].container');
-      // A type in the body does not change the stored type's rules.
-      assertInvalid(await put(priv.id, { name: 'p', type: 'management', permissions: ['application:read'] }), 'body.permissions[0]');
+      // Nor can a type in the body change the stored type: it is refused (below).
       const unchanged = await call(server, 'GET', `/applications/${priv.id}`, { key: server.key });
       assert.equal(unchanged.body.type, 'private');
       assert.deepEqual(unchanged.body.rules, [{ priority: 1, container: '/pci/', transform: 'redact', permissions: ['token:read'] }]);
@@ -437,9 +443,45 @@ describe('applications', () => {
       assert.equal(unchanged.body.modified_at, undefined);
     });
 
+    it('refuses members it cannot change (type, expires_at) or does not know, naming each, and changes nothing', async () => {
+      const target = await createApplication(server, PRIVATE_APP);
+      const update = { ...PRIVATE_UPDATE, name: 'renamed' };
+      const expires = new Date(Date.now() + 3_600_000).toISOString();
+      for (const [extra, field] of [[{ expires_at: expires }, 'body.expires_at'], [{ type: 'management' }, 'body.type'], [{ create_key: true }, 'body.create_key']] as const) {
+        const res = await call(server, 'PUT', `/applications/${target.id}`, { key: server.key, body: { ...update, ...extra } });
+        assertInvalid(res, field);
+        assert.match(res.body.errors[field][0], /not a known property/);
+      }
+      const unchanged = await call(server, 'GET', `/applications/${target.id}`, { key: server.key });
+      assert.equal(unchanged.body.name, PRIVATE_APP.name);
+      assert.equal(unchanged.body.type, 'private');
+      assert.equal(unchanged.body.expires_at, undefined);
+      assert.equal(unchanged.body.modified_at, undefined);
+    });
+
+    it('refuses a public rule that is not redact, and takes one that is', async () => {
+      const pub = await createApplication(server, { name: 'browser', type: 'public', rules: [{ priority: 1, container: '/browser/', permissions: ['token:create'] }] });
+      const put = (transform: string) =>
+        call(server, 'PUT', `/applications/${pub.id}`, { key: server.key, body: { name: 'browser', rules: [{ priority: 1, container: '/browser/', transform, permissions: ['token:create'] }] } });
+      for (const transform of ['reveal', 'mask']) assertInvalid(await put(transform), 'body.rules[0].transform');
+      const ok = await put('redact');
+      assert.equal(ok.status, 200, ok.text);
+      assert.equal(ok.body.rules[0].transform, 'redact');
+    });
+
+    it('shows a public rule stored with another transform as redact, which is how it acts', async () => {
+      const pub = await createApplication(server, { name: 'older browser', type: 'public', rules: [{ priority: 1, container: '/browser/', permissions: ['token:create'] }] });
+      await queryOnce(server.config.databaseUrl!, `UPDATE applications SET rules = jsonb_set(rules, '{0,transform}', '"reveal"') WHERE id = $1`, [pub.id]);
+      const got = await call(server, 'GET', `/applications/${pub.id}`, { key: server.key });
+      assert.equal(got.body.rules[0].transform, 'redact');
+      // So the application as shown can be sent back unchanged.
+      const put = await call(server, 'PUT', `/applications/${pub.id}`, { key: server.key, body: { name: got.body.name, permissions: got.body.permissions, rules: got.body.rules } });
+      assert.equal(put.status, 200, put.text);
+    });
+
     it('answers 404 for an unknown id, 400 for a malformed one', async () => {
-      assertNotFound(await call(server, 'PUT', `/applications/${randomUUID()}`, { key: server.key, body: PRIVATE_APP }));
-      assertInvalid(await call(server, 'PUT', '/applications/123', { key: server.key, body: PRIVATE_APP }), 'params.id');
+      assertNotFound(await call(server, 'PUT', `/applications/${randomUUID()}`, { key: server.key, body: PRIVATE_UPDATE }));
+      assertInvalid(await call(server, 'PUT', '/applications/123', { key: server.key, body: PRIVATE_UPDATE }), 'params.id');
     });
 
     it('answers 404 for another tenant\'s application and leaves it unchanged', async () => {
@@ -451,7 +493,7 @@ describe('applications', () => {
       assert.ok(theirs.body.permissions.includes('application:create'));
 
       const ours = await createApplication(server, PRIVATE_APP);
-      assertNotFound(await call(server, 'PUT', `/applications/${ours.id}`, { key: other.api_key, body: { ...PRIVATE_APP, name: 'hijacked' } }));
+      assertNotFound(await call(server, 'PUT', `/applications/${ours.id}`, { key: other.api_key, body: { ...PRIVATE_UPDATE, name: 'hijacked' } }));
       assert.equal((await call(server, 'GET', `/applications/${ours.id}`, { key: server.key })).body.name, PRIVATE_APP.name);
     });
 
@@ -477,7 +519,7 @@ describe('applications', () => {
 
     it('requires application:update', async () => {
       const target = await createApplication(server, PRIVATE_APP);
-      await assertAuthCases(server, { method: 'PUT', path: `/applications/${target.id}`, permissions: ['application:update'], type: 'management', body: PRIVATE_APP });
+      await assertAuthCases(server, { method: 'PUT', path: `/applications/${target.id}`, permissions: ['application:update'], type: 'management', body: PRIVATE_UPDATE });
       assert.equal((await call(server, 'GET', `/applications/${target.id}`, { key: server.key })).body.modified_at, undefined);
     });
   });
@@ -537,7 +579,7 @@ describe('applications', () => {
         ['GET', '/applications'],
         ['GET', '/applications/key'],
         ['GET', `/applications/${target.id}`],
-        ['PUT', `/applications/${target.id}`, PRIVATE_APP],
+        ['PUT', `/applications/${target.id}`, PRIVATE_UPDATE],
         ['DELETE', `/applications/${target.id}`],
         ['DELETE', `/applications/${priv.id}`],
       ];
@@ -581,7 +623,7 @@ describe('applications', () => {
     it('records create, update and delete, newest first, with the acting application', async () => {
       const app = await createApplication(server, PRIVATE_APP);
       assert.deepEqual((await eventsOf(app.id)).map((e) => e.operation), ['create']);
-      await call(server, 'PUT', `/applications/${app.id}`, { key: server.key, body: { ...PRIVATE_APP, name: 'renamed' } });
+      await call(server, 'PUT', `/applications/${app.id}`, { key: server.key, body: { ...PRIVATE_UPDATE, name: 'renamed' } });
       await call(server, 'DELETE', `/applications/${app.id}`, { key: server.key });
       const events = await eventsOf(app.id);
       assert.deepEqual(events.map((e) => e.operation), ['delete', 'update', 'create']);

@@ -164,12 +164,18 @@ describe('token access rules and transforms', () => {
   });
 
   describe('public application keys', () => {
-    it('create tokens (201) but never see data, even under a reveal rule, and cannot read them back', async () => {
+    it('create tokens (201) but never see data, and cannot read them back; a rule cannot say otherwise', async () => {
       const plain = (await createApplication(server, { name: 'browser', type: 'public', permissions: ['token:create'] })).key;
+      const revealing = await call(server, 'POST', '/applications', {
+        key: server.key,
+        body: { name: 'browser with rule', type: 'public', rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:create'] }] },
+      });
+      assert.equal(revealing.status, 400, revealing.text);
+      assert.ok(revealing.body.errors['body.rules[0].transform'], revealing.text);
       const ruled = (await createApplication(server, {
         name: 'browser with rule',
         type: 'public',
-        rules: [{ priority: 1, container: '/pci/', transform: 'reveal', permissions: ['token:create'] }],
+        rules: [{ priority: 1, container: '/pci/', permissions: ['token:create'] }],
       })).key;
       for (const key of [plain, ruled]) {
         const created = await call(server, 'POST', '/tokens', { key, body: { type: 'card', data: CARD } });
@@ -200,6 +206,42 @@ describe('token access rules and transforms', () => {
       assert.equal((await call(server, 'GET', '/tokens?container=%2Fpci%2Fhigh%2F', { key: admin })).body.pagination.total_items, before);
       const fine = await call(server, 'POST', '/tokens', { key: browser, body: { type: 'card', data: CARD, containers: ['/browser/', '/browser/checkout/'] } });
       assert.equal(fine.status, 201, fine.text);
+    });
+
+    it('never receive fingerprints, which would confirm guessed values; nor do session keys', async () => {
+      const browser = (await createApplication(server, { name: 'browser without fingerprints', type: 'public', permissions: ['token:create'] })).key;
+      const created = await call(server, 'POST', '/tokens', { key: browser, body: { type: 'card', data: CARD } });
+      assert.equal(created.status, 201, created.text);
+      assert.equal('fingerprint' in created.body, false);
+      assert.equal(created.body.fingerprint_expression, '{{ data.number }}');
+      const tokenized = await call(server, 'POST', '/tokenize', { key: browser, body: { cards: [{ type: 'card', data: CARD }, { type: 'card_number', data: MASTERCARD }] } });
+      assert.equal(tokenized.status, 201, tokenized.text);
+      for (const t of tokenized.body.cards) assert.equal('fingerprint' in t, false);
+      // The token has one, which a private key reads.
+      assert.match((await get(created.body.id, admin)).body.fingerprint, /^[\w-]{20,}$/);
+
+      // A session is in the browser too: it reads what it was granted, without fingerprints.
+      const authorizer = await keyWith({ permissions: ['session:authorize'] });
+      const session = await call(server, 'POST', '/sessions', { key: browser });
+      rememberSecret(session.body.session_key, session.body.nonce);
+      const rule = { priority: 1, conditions: [{ attribute: 'id', operator: 'equals', value: created.body.id }], transform: 'reveal', permissions: ['token:read', 'token:search', 'token:create'] };
+      const authorized = await call(server, 'POST', '/sessions/authorize', { key: authorizer, body: { nonce: session.body.nonce, rules: [rule] } });
+      assert.equal(authorized.status, 204, authorized.text);
+      const key = session.body.session_key;
+      const read = await get(created.body.id, key);
+      assert.equal(read.status, 200, read.text);
+      assert.deepEqual(read.body.data, CARD);
+      assert.equal('fingerprint' in read.body, false);
+      const lists = [
+        await call(server, 'GET', '/tokens', { key }),
+        await call(server, 'GET', '/v2/tokens', { key }),
+        await call(server, 'POST', '/v2/tokens/search', { key, body: { query: `id:${created.body.id}` } }),
+      ];
+      for (const list of lists) {
+        assert.equal(list.status, 200, list.text);
+        assert.deepEqual(list.body.data.map((t: { id: string }) => t.id), [created.body.id]);
+        assert.equal('fingerprint' in list.body.data[0], false, list.text);
+      }
     });
 
     it('cannot be given token:read', async () => {
@@ -295,6 +337,144 @@ describe('token access rules and transforms', () => {
       const list = await call(server, 'GET', '/tokens', { key });
       assert.deepEqual(list.body.data.map((t: { id: string }) => t.id), [a.id]);
       assert.equal(list.body.pagination.total_items, 1);
+    });
+  });
+
+  describe('keys that cannot read a token', () => {
+    // Containers of their own, so the applications the tests above made see them all alike.
+    const MOVES = '/moves/pci/';
+    const OPEN = '/moves/open/';
+    const ARCHIVE = '/moves/archive/';
+    const MERGE = 'application/merge-patch+json';
+    const patch = (id: string, body: unknown, key: string) => call(server, 'PATCH', `/tokens/${id}`, { key, body, contentType: MERGE });
+    let updater: string;
+    let reader: string;
+
+    before(async () => {
+      // A public key that may create and update tokens anywhere (never read them), and a backend
+      // key that reads whatever is in the open container in the clear.
+      updater = (await createApplication(server, { name: 'browser updater', type: 'public', permissions: ['token:create', 'token:update'] })).key;
+      reader = await keyWith({ rules: [{ priority: 1, container: OPEN, transform: 'reveal', permissions: ['token:read'] }] });
+    });
+
+    it('a public key\'s deduplicating create never answers with, nor touches, a token it cannot read', async () => {
+      const victim = await token({ type: 'card', data: CARD, containers: [MOVES], metadata: { owner: 'victim' }, deduplicate_token: true });
+      const res = await call(server, 'POST', '/tokens', { key: updater, body: { type: 'card', data: { number: VISA, expiration_month: 1, expiration_year: YEAR }, containers: [MOVES], deduplicate_token: true } });
+      assert.equal(res.status, 201, res.text);
+      assert.notEqual(res.body.id, victim.id);
+      assert.ok(!res.text.includes(victim.id), res.text);
+      assert.equal('fingerprint' in res.body, false);
+      // Nor through tokenize, nor when it names the victim's id.
+      const tokenized = await call(server, 'POST', '/tokenize', { key: updater, body: { a: { type: 'card', data: CARD, containers: [MOVES], deduplicate_token: true } } });
+      assert.equal(tokenized.status, 201, tokenized.text);
+      assert.notEqual(tokenized.body.a.id, victim.id);
+      const named = await call(server, 'POST', '/tokens', { key: updater, body: { id: victim.id, type: 'card', data: CARD, containers: [MOVES], deduplicate_token: true } });
+      assert.equal(named.status, 409, named.text);
+      // The victim is as it was.
+      const after = await get(victim.id, admin);
+      assert.deepEqual(after.body.data, CARD);
+      assert.deepEqual(after.body.metadata, { owner: 'victim' });
+      // A private key that may create there still gets the token it duplicates.
+      const backend = await keyWith({ permissions: ['token:create', 'token:read'] });
+      assert.equal((await token({ type: 'card', data: CARD, containers: [MOVES], deduplicate_token: true }, backend)).id, victim.id);
+    });
+
+    it('a public key cannot move a token where another key would see more of it', async () => {
+      const victim = await token({ type: 'card', data: CARD, containers: [MOVES] });
+      assert.equal((await get(victim.id, reader)).status, 403);
+      const res = await patch(victim.id, { containers: [OPEN] }, updater);
+      assert.equal(res.status, 403, res.text);
+      assert.match(res.body.detail, /other keys of the tenant see more of its data/);
+      assert.ok(!res.text.includes(VISA));
+      // Adding the open container beside the old one is the same move.
+      assert.equal((await patch(victim.id, { containers: [MOVES, OPEN] }, updater)).status, 403);
+      assert.deepEqual((await get(victim.id, admin)).body.containers, [MOVES]);
+      assert.equal((await get(victim.id, reader)).status, 403);
+      // Taking it out of a container can show more as well: here a rule on /moves/shadow/ comes
+      // first and redacts, so the reveal of /moves/ applies once the token has left it.
+      const shadowed = await keyWith({
+        rules: [
+          { priority: 1, container: '/moves/shadow/', transform: 'redact', permissions: ['token:read'] },
+          { priority: 2, container: '/moves/', transform: 'reveal', permissions: ['token:read'] },
+        ],
+      });
+      const hidden = await token({ type: 'card', data: CARD, containers: [MOVES, '/moves/shadow/'] });
+      assert.equal('data' in (await get(hidden.id, shadowed)).body, false);
+      assert.equal((await patch(hidden.id, { containers: [MOVES] }, updater)).status, 403);
+      assert.equal('data' in (await get(hidden.id, shadowed)).body, false);
+      // Where nobody sees more than now, it may move it.
+      const archived = await patch(victim.id, { containers: [ARCHIVE] }, updater);
+      assert.equal(archived.status, 200, archived.text);
+      assert.deepEqual(archived.body.containers, [ARCHIVE]);
+      assert.equal('fingerprint' in archived.body, false);
+    });
+
+    it('a key that sees the mask may not move a token where another key reveals it; one that reveals it may', async () => {
+      const victim = await token({ type: 'card', data: CARD, containers: [MOVES] });
+      const masking = await keyWith({ permissions: ['token:read', 'token:update'] });
+      const refused = await patch(victim.id, { containers: [OPEN] }, masking);
+      assert.equal(refused.status, 403, refused.text);
+      assert.equal((await get(victim.id, reader)).status, 403);
+      // Moved where another key would see the mask it sees itself: no more than it reads.
+      const masker = await keyWith({ rules: [{ priority: 1, container: '/moves/masked/', transform: 'mask', permissions: ['token:read'] }] });
+      const masked = await patch(victim.id, { containers: ['/moves/masked/'] }, masking);
+      assert.equal(masked.status, 200, masked.text);
+      assert.deepEqual((await get(victim.id, masker)).body.data, MASKED);
+      // A key that reads the data in the clear could hand it on anyway.
+      const revealing = await keyWith({ rules: [{ priority: 1, container: '/moves/', transform: 'reveal', permissions: ['token:read', 'token:update'] }] });
+      const moved = await patch(victim.id, { containers: [OPEN] }, revealing);
+      assert.equal(moved.status, 200, moved.text);
+      assert.deepEqual((await get(victim.id, reader)).body.data, CARD);
+    });
+
+    it('a move counts what sessions would see: one whose rule is on the container is another key', async () => {
+      const victim = await token({ type: 'card', data: CARD, containers: [MOVES] });
+      const pub = (await createApplication(server, { name: 'checkout for moves', type: 'public', permissions: ['token:create'] })).key;
+      const authorizer = await keyWith({ permissions: ['session:authorize'] });
+      const session = await call(server, 'POST', '/sessions', { key: pub });
+      rememberSecret(session.body.session_key, session.body.nonce);
+      const authorized = await call(server, 'POST', '/sessions/authorize', {
+        key: authorizer,
+        body: { nonce: session.body.nonce, rules: [{ priority: 1, conditions: [{ attribute: 'container', operator: 'starts_with', value: '/moves/cart-7/' }], transform: 'reveal', permissions: ['token:read'] }] },
+      });
+      assert.equal(authorized.status, 204, authorized.text);
+      const res = await patch(victim.id, { containers: ['/moves/cart-7/'] }, updater);
+      assert.equal(res.status, 403, res.text);
+      assert.equal((await get(victim.id, session.body.session_key)).status, 403);
+      // Nor into the container of a session rule that names a container rather than conditions.
+      const other = await call(server, 'POST', '/sessions', { key: pub });
+      rememberSecret(other.body.session_key, other.body.nonce);
+      const byContainer = await call(server, 'POST', '/sessions/authorize', {
+        key: authorizer,
+        body: { nonce: other.body.nonce, rules: [{ priority: 1, container: '/moves/cart-9/', transform: 'mask', permissions: ['token:read'] }] },
+      });
+      assert.equal(byContainer.status, 204, byContainer.text);
+      assert.equal((await patch(victim.id, { containers: ['/moves/cart-9/checkout/'] }, updater)).status, 403);
+      assert.equal((await get(victim.id, other.body.session_key)).status, 403);
+      // A container no session's rule names is no concern of theirs.
+      assert.equal((await patch(victim.id, { containers: ['/moves/cart-8/'] }, updater)).status, 200);
+    });
+
+    it('setting or bringing forward an expiry needs token:delete; putting it off needs only token:update', async () => {
+      const soon = () => new Date(Date.now() + 2000).toISOString();
+      const hour = (n: number) => new Date(Date.now() + n * 3_600_000).toISOString();
+      const t = await token({ type: 'card', data: CARD, containers: [MOVES] });
+      const updateOnly = await keyWith({ permissions: ['token:read', 'token:update'] });
+      for (const key of [updater, updateOnly]) {
+        const res = await patch(t.id, { expires_at: soon() }, key);
+        assert.equal(res.status, 403, res.text);
+        assert.match(res.body.detail, /needs token:delete/);
+      }
+      assert.equal((await get(t.id, admin)).body.expires_at, undefined);
+      const deleter = await keyWith({ permissions: ['token:read', 'token:update', 'token:delete'] });
+      const set = await patch(t.id, { expires_at: hour(2) }, deleter);
+      assert.equal(set.status, 200, set.text);
+      // Later, or none at all: the token lives longer, which updating may do.
+      assert.equal((await patch(t.id, { expires_at: hour(3) }, updateOnly)).status, 200);
+      assert.equal((await patch(t.id, { expires_at: hour(1) }, updateOnly)).status, 403);
+      assert.equal((await patch(t.id, { expires_at: hour(1) }, updater)).status, 403);
+      assert.equal((await patch(t.id, { expires_at: null }, updateOnly)).status, 200);
+      assert.equal((await get(t.id, admin)).body.expires_at, undefined);
     });
   });
 

@@ -25,7 +25,8 @@ export function fullAccess(type: ApplicationType, permissions = permissionsFor(t
   const unscoped = permissionsFor(type).filter((p) => !p.scoped && permissions.includes(p.type)).map((p) => p.type);
   return {
     permissions: unscoped,
-    rules: permissions.length ? [{ priority: 1, container: '/', transform: 'reveal', permissions }] : [],
+    // Public keys never see data, and their rules say so.
+    rules: permissions.length ? [{ priority: 1, container: '/', transform: type === 'public' ? 'redact' : 'reveal', permissions }] : [],
   };
 }
 

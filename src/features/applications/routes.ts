@@ -75,7 +75,9 @@ export function toApplicationResponse(a: ApplicationView) {
     keys: a.keys.map(toKeyResponse),
     type: a.type,
     permissions: a.permissions,
-    rules: a.rules,
+    // Public keys redact whatever a rule says: rules stored before public rules had to say so
+    // are shown as they act.
+    rules: a.type === 'public' ? a.rules.map((r) => ({ ...r, transform: 'redact' as const })) : a.rules,
     expires_at: iso(a.expires_at),
     created_by: a.created_by ?? undefined,
     created_at: a.created_at.toISOString(),

@@ -32,6 +32,8 @@ export const ApplicationSchema = Type.Object({
   modified_at: Type.Optional(Timestamp),
 });
 
+// Unknown members are refused, not ignored: a PUT sending `expires_at` or `type` would otherwise
+// answer 200 having changed neither, and the caller believe it had.
 export const CreateApplicationBody = Type.Object({
   name: Name,
   type: Type.Enum([...APPLICATION_TYPES]),
@@ -39,13 +41,14 @@ export const CreateApplicationBody = Type.Object({
   rules: Rules,
   expires_at: Type.Optional(Nullable(Timestamp)),
   create_key: Type.Boolean({ default: true }),
-});
+}, { additionalProperties: false });
 
+/** What an update may change: the type and expiry of an application are fixed at creation. */
 export const UpdateApplicationBody = Type.Object({
   name: Name,
   permissions: Permissions,
   rules: Rules,
-});
+}, { additionalProperties: false });
 
 export const ListApplicationsQuery = Type.Object({
   id: Type.Array(Uuid, { default: [], maxItems: 100 }),

@@ -18,6 +18,7 @@ import {
   findExpiredApplicationsAcrossTenants,
   insertApplication,
   listApplications,
+  listTokenGrantees,
   updateApplication,
   type Application,
 } from './store.ts';
@@ -180,6 +181,24 @@ export function createApplicationService(deps: {
         rules: app.rules,
         expiresAt: app.expires_at ?? undefined,
       };
+    },
+
+    /**
+     * The principals of every live application of the tenant that may hold token permissions:
+     * whom a token's move must not show more of it (tokens service).
+     */
+    async tokenGrantees(tenantId: string): Promise<Principal[]> {
+      return (await listTokenGrantees(db, tenantId)).map((app) => ({
+        kind: 'application',
+        tenantId,
+        actorId: app.id,
+        applicationId: app.id,
+        applicationType: app.type,
+        keyId: undefined,
+        permissions: app.permissions,
+        rules: app.rules,
+        expiresAt: app.expires_at ?? undefined,
+      }));
     },
 
     /** Deletes applications whose expires_at has passed (they stopped authenticating at that instant). */

@@ -65,6 +65,11 @@ export async function updateApplication(
   );
 }
 
+/** Every live application of the tenant that may hold token permissions (management ones cannot), with its grants. */
+export async function listTokenGrantees(db: Database, tenantId: string, tx?: Tx): Promise<Pick<Application, 'id' | 'type' | 'permissions' | 'rules' | 'expires_at'>[]> {
+  return db.query(`SELECT id, type, permissions, rules, expires_at FROM applications WHERE tenant_id = $1 AND type <> 'management' AND ${LIVE}`, [tenantId], tx);
+}
+
 export async function deleteApplication(db: Database, tenantId: string, id: string, tx?: Tx): Promise<boolean> {
   const rows = await db.query(`DELETE FROM applications WHERE tenant_id = $1 AND id = $2 AND ${LIVE} RETURNING id`, [tenantId, id], tx);
   return rows.length > 0;

@@ -46,7 +46,7 @@ import {
   utf8,
   withoutHopByHop,
 } from './message.ts';
-import { TokenBuckets } from './rate-limit.ts';
+import { TokenBuckets } from '../../http/rate-limit.ts';
 import { MAX_URL_LENGTH, ProxyBody, type ProxyInput } from './schema.ts';
 import {
   deleteProxy,

@@ -13,4 +13,4 @@ export const AuthorizeSessionBody = Type.Object({
   permissions: Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100, default: [] }),
   rules: Type.Array(AccessRuleSchema, { maxItems: 100, default: [] }),
   expires_at: Type.Optional(Timestamp),
-});
+}, { additionalProperties: false });

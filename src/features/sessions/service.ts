@@ -7,7 +7,7 @@ import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { afterCommit } from '../../http/idempotency.ts';
 import { generateApiKey, generateSecret, hashApiKey } from '../../vault/api-keys.ts';
 import type { LogService } from '../logs/service.ts';
-import { authorizeByNonce, deleteExpiredSessionsAcrossTenants, findPendingByNonce, findSessionByKeyHash, insertSession } from './store.ts';
+import { authorizeByNonce, deleteExpiredSessionsAcrossTenants, findPendingByNonce, findSessionByKeyHash, findSessionsScopedTo, insertSession, type Session } from './store.ts';
 
 export type SessionService = ReturnType<typeof createSessionService>;
 export type AuthorizeInput = { nonce: string; permissions: string[]; rules: AccessRuleInput[]; expires_at?: string };
@@ -79,22 +79,34 @@ export function createSessionService(deps: { db: Database; logs: LogService; not
     /** The principal a session key authenticates as: no permissions until authorized. */
     async resolve(hash: Buffer): Promise<Principal | undefined> {
       const s = await findSessionByKeyHash(db, hash);
-      if (!s) return undefined;
-      return {
-        kind: 'session',
-        tenantId: s.tenant_id,
-        actorId: s.id,
-        applicationId: s.public_application_id,
-        applicationType: 'public',
-        keyId: undefined,
-        permissions: s.permissions,
-        rules: s.rules,
-        expiresAt: s.expires_at,
-      };
+      return s && principalOf(s);
+    },
+
+    /**
+     * The live authorized sessions that may reach a token in some of `containers` otherwise
+     * than in the rest (a rule on a container one of them is in): whom a token's move between
+     * them must not show more of it (tokens service).
+     */
+    async tokenGranteesIn(tenantId: string, containers: string[]): Promise<Principal[]> {
+      return (await findSessionsScopedTo(db, tenantId, containers)).map(principalOf);
     },
 
     sweepExpired(): Promise<number> {
       return deleteExpiredSessionsAcrossTenants(db, 1000);
     },
+  };
+}
+
+function principalOf(s: Session): Principal {
+  return {
+    kind: 'session',
+    tenantId: s.tenant_id,
+    actorId: s.id,
+    applicationId: s.public_application_id,
+    applicationType: 'public',
+    keyId: undefined,
+    permissions: s.permissions,
+    rules: s.rules,
+    expiresAt: s.expires_at,
   };
 }

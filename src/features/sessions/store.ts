@@ -72,6 +72,27 @@ export async function findSessionByKeyHash(db: Database, hash: Buffer): Promise<
   );
 }
 
+/**
+ * The live authorized sessions of the tenant with a rule on a container that one of
+ * `containers` is in (the rule's `container`, or a condition on containers). Only such a
+ * session can reach a token in some of these containers otherwise than in others: its plain
+ * permissions and its conditions on ids hold wherever the token is.
+ */
+export async function findSessionsScopedTo(db: Database, tenantId: string, containers: string[], tx?: Tx): Promise<Session[]> {
+  return db.query<Session>(
+    `SELECT ${COLUMNS} FROM sessions s
+     WHERE tenant_id = $1 AND authorized_at IS NOT NULL AND expires_at > now()
+       AND EXISTS (
+         SELECT 1 FROM jsonb_array_elements(s.rules) r CROSS JOIN unnest($2::text[]) t
+         WHERE starts_with(t, r->>'container')
+           OR EXISTS (
+             SELECT 1 FROM jsonb_array_elements(r->'conditions') c
+             WHERE c->>'attribute' = 'container' AND (t = c->>'value' OR (c->>'operator' = 'starts_with' AND starts_with(t, c->>'value')))))`,
+    [tenantId, containers],
+    tx,
+  );
+}
+
 /** The expiry sweep works across tenants: expired sessions carry no access and are simply removed. */
 export async function deleteExpiredSessionsAcrossTenants(db: Database, limit: number): Promise<number> {
   const rows = await db.query(

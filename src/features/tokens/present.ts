@@ -5,8 +5,9 @@ import type { TokenView } from './service.ts';
 /** The response body of a token, field by field; `data` only when the transform shows it. */
 export function presentToken(v: TokenView) {
   const t = v.row;
+  const fingerprint = v.noFingerprint ? undefined : (t.fingerprint ?? undefined);
   if (v.withheld) {
-    return { id: t.id, type: t.type, tenant_id: t.tenant_id, containers: t.containers, fingerprint: t.fingerprint ?? undefined, deduplicate_token: t.deduplicate_token, created_at: t.created_at.toISOString() };
+    return { id: t.id, type: t.type, tenant_id: t.tenant_id, containers: t.containers, fingerprint, deduplicate_token: t.deduplicate_token, created_at: t.created_at.toISOString() };
   }
   const views = (t.views ?? {}) as { card?: CardView; bank?: BankView };
   return {
@@ -17,7 +18,7 @@ export function presentToken(v: TokenView) {
     containers: t.containers,
     metadata: t.metadata,
     ...(t.mask !== null ? { mask: JSON.parse(t.mask) } : {}),
-    fingerprint: t.fingerprint ?? undefined,
+    fingerprint,
     fingerprint_expression: t.fingerprint_expression ?? undefined,
     search_indexes: t.search_indexes,
     deduplicate_token: t.deduplicate_token,

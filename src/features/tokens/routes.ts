@@ -3,21 +3,23 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { principalOf } from '../../http/auth.ts';
 import { CursorPage, OffsetPage } from '../../http/pagination.ts';
-import { problems, WRITE } from '../../http/schemas.ts';
+import { problem, problems, RETRY_AFTER, WRITE } from '../../http/schemas.ts';
 import { CreateTokenBody, ListTokensQuery, ListTokensV2Query, SearchTokensBody, TokenId, TokenSchema, UpdateTokenBody } from './schema.ts';
 import { presentToken } from './present.ts';
 import type { TokenService } from './service.ts';
 
 const tags = ['tokens'];
 const Params = Type.Object({ id: TokenId });
+/** Token creation by public and session keys over PUBLIC_TOKEN_CREATE_* (docs/vault.md). */
+const CREATE_RATE = { 429: problem(429, undefined, RETRY_AFTER) };
 
 export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService): void {
   const r = app.withTypeProvider<TypeBoxTypeProvider>();
 
   r.post('/tokens', {
     config: { access: { permissions: ['token:create'] } },
-    schema: { tags, summary: 'Create a token', body: CreateTokenBody, response: { 201: TokenSchema, ...problems(...WRITE) } },
-  }, async (request, reply) => reply.code(201).send(presentToken(await tokens.create(principalOf(request), request.body))));
+    schema: { tags, summary: 'Create a token', body: CreateTokenBody, response: { 201: TokenSchema, ...problems(...WRITE), ...CREATE_RATE } },
+  }, async (request, reply) => reply.code(201).send(presentToken(await tokens.create(principalOf(request), request.body, { ip: request.ip }))));
 
   r.post('/tokenize', {
     config: { access: { permissions: ['token:create'] } },
@@ -25,10 +27,10 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
       tags,
       summary: 'Tokenize every token request in a JSON document (all or nothing)',
       body: Type.Unknown({ description: 'Any JSON whose leaves {type, data, …} are token requests' }),
-      response: { 201: Type.Unknown(), ...problems(...WRITE) },
+      response: { 201: Type.Unknown(), ...problems(...WRITE), ...CREATE_RATE },
     },
   }, async (request, reply) => {
-    return reply.code(201).send(await tokens.tokenize(principalOf(request), request.body, presentToken));
+    return reply.code(201).send(await tokens.tokenize(principalOf(request), request.body, presentToken, { ip: request.ip }));
   });
 
   r.get('/tokens', {

@@ -65,7 +65,8 @@ export const TokenSchema = Type.Object({
   // answer names the token (id, type, containers, fingerprint) and shows nothing it holds.
   metadata: Type.Optional(MapOf(Type.String())),
   mask: Type.Optional(Type.Unknown()),
-  fingerprint: Type.Optional(Type.String()),
+  // Never shown to keys held by clients (public and session keys): it confirms a guessed value.
+  fingerprint: Type.Optional(Type.String({ description: 'Absent for a token without one, and in answers to public and session keys' })),
   fingerprint_expression: Type.Optional(Type.String()),
   search_indexes: Type.Optional(Type.Array(Type.String())),
   deduplicate_token: Type.Boolean(),

@@ -13,6 +13,7 @@ import { childPath } from '../../http/field-path.ts';
 import { noteShownData, type ShownData } from '../../http/idempotency.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
+import { TokenBuckets } from '../../http/rate-limit.ts';
 import { compileValidator } from '../../http/validate.ts';
 import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
@@ -59,9 +60,12 @@ export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata' | '
 
 /**
  * A token as a caller may see it: `data` is present only when the transform allows;
- * `withheld`, shown only as a reference (id, type, containers), not what the token holds.
+ * `withheld`, shown only as a reference (id, type, containers), not what the token holds;
+ * `noFingerprint`, shown without its fingerprint (to keys held by clients, see clientHeld).
  */
-export type TokenView = { row: TokenRow; data?: unknown; transform: Transform; withheld?: boolean };
+export type TokenView = { row: TokenRow; data?: unknown; transform: Transform; withheld?: boolean; noFingerprint?: boolean };
+/** Where an API request comes from: its client address, for the rate of public keys' token creation. */
+export type Origin = { ip: string };
 /** What the ciphertext holds: the data and the mask rendered from it at write time. */
 type Secret = { data: unknown; mask?: unknown };
 
@@ -69,8 +73,25 @@ type ListQuery = { id: string[]; type: string[]; container?: string; fingerprint
 
 export type TokenService = ReturnType<typeof createTokenService>;
 
-export function createTokenService(deps: { db: Database; groupCommit: GroupCommit; vault: Vault; logs: LogService; events: EventService; log: Logger }) {
+export function createTokenService(deps: {
+  db: Database;
+  groupCommit: GroupCommit;
+  vault: Vault;
+  logs: LogService;
+  events: EventService;
+  log: Logger;
+  /**
+   * The tenant's keys that may reach a token in some of `containers` otherwise than in the
+   * rest (its applications, and sessions with rules on those containers): whom a move between
+   * them must not show more of the token.
+   */
+  audience: (tenantId: string, containers: string[]) => Promise<Principal[]>;
+  /** Tokens a minute keys held by clients may create: each from one client address, and each in all. 0: no limit. */
+  clientCreates: { rate: number; burst: number; keyRate: number; keyBurst: number };
+}) {
   const { db, groupCommit, vault, logs, events, log } = deps;
+  const createsFromAddress = new TokenBuckets(deps.clientCreates.rate / 60, deps.clientCreates.burst);
+  const createsOfKey = new TokenBuckets(deps.clientCreates.keyRate / 60, deps.clientCreates.keyBurst);
   const tokenTable = groupCommit.table<NewToken & { tenant_id: string }, TokenRow>('tokens', { insert: insertTokensStatement, results: storedInOrder });
   // Reads outside a transaction: concurrent lookups of any tenants share one SELECT.
   const loader = new Coalescer<{ tenantId: string; id: string }, TokenRow | undefined>(
@@ -171,9 +192,31 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     return undefined;
   }
 
-  async function view(row: TokenRow, transform: Transform, secret?: Secret): Promise<TokenView> {
-    if (transform === 'redact') return { row, transform };
-    return { row, transform, data: visible(secret ?? (await open(row)), transform) };
+  /** The token as `principal` sees it through `transform`. */
+  async function view(principal: Principal, row: TokenRow, transform: Transform, secret?: Secret): Promise<TokenView> {
+    const shown: TokenView = transform === 'redact' ? { row, transform } : { row, transform, data: visible(secret ?? (await open(row)), transform) };
+    if (clientHeld(principal)) shown.noFingerprint = true;
+    return shown;
+  }
+
+  /**
+   * Creation by keys held by clients is rate limited per key and per (key, client address),
+   * `count` tokens at a time, before any work: a guess costs a token whoever else may see its
+   * fingerprint (docs/vault.md). Requests without an origin (reactor code) are not counted.
+   */
+  function admitCreate(principal: Principal, origin: Origin | undefined, count: number): void {
+    if (!origin || !clientHeld(principal)) return;
+    const key = `${principal.tenantId}\u0000${principal.keyId ?? principal.actorId}`;
+    const fromAddress = `${key}\u0000${origin.ip}`;
+    const now = Date.now();
+    const wait = Math.max(createsOfKey.wait(key, now, count), createsFromAddress.wait(fromAddress, now, count));
+    if (wait > 0) {
+      const limited = new ApiError(429, `Too many tokens created with this API key; retry in ${wait} s.`);
+      limited.retryAfterSeconds = wait;
+      throw limited;
+    }
+    createsOfKey.take(key, now, count);
+    createsFromAddress.take(fromAddress, now, count);
   }
 
   /**
@@ -209,8 +252,11 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       // Found, but not a token the caller may create, it is as good as absent: a 409 naming it,
       // or a 403, would tell a key whose rules reach tokens by id (a session's conditions, which
       // need not name containers) that the value exists in a container it cannot see, and its id.
+      // So is one a key held by clients may not read: a public key is in every browser, and the
+      // id it would learn is all it needs to update, move or use a token made by someone else.
       const createTransform = existing && accessTo(principal, 'token:create', existing);
-      if (existing && createTransform) {
+      const answerable = createTransform && (!clientHeld(principal) || accessTo(principal, 'token:read', existing));
+      if (existing && createTransform && answerable) {
         // The caller named the token it wants: answering with another id would leave it looking up one that does not exist.
         if (input.id !== undefined && existing.id !== input.id) {
           throw ApiError.conflict(`A token with the same fingerprint already exists, with id "${existing.id}"; deduplicate_token returns it only to a create that names that id or none.`);
@@ -229,7 +275,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     ], tx).catch((err: unknown) => {
       throw isUniqueViolation(err) ? ApiError.conflict(`A token with id "${row.id}" already exists.`) : err;
     })) as [TokenRow];
-    return view(stored, transform, secret);
+    return view(principal, stored, transform, secret);
   }
 
   /**
@@ -241,7 +287,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
   async function deduplicated(principal: Principal, existing: TokenRow, create: Transform, tx: Tx): Promise<TokenView> {
     const read = accessTo(principal, 'token:read', existing);
     if (!read) return { row: existing, transform: 'redact', withheld: true };
-    const shown = await view(existing, TRANSFORM_RANK[read] < TRANSFORM_RANK[create] ? read : create);
+    const shown = await view(principal, existing, TRANSFORM_RANK[read] < TRANSFORM_RANK[create] ? read : create);
     if (shown.data !== undefined) {
       noteShownData({ tokenId: existing.id, access: [{ permission: 'token:create', transform: create }, { permission: 'token:read', transform: read }] });
     }
@@ -262,6 +308,32 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     return true;
   }
 
+  /**
+   * A move may show the tenant's other keys no more of the token than they see where it is,
+   * beyond what the caller itself reads of it there: whoever reads the data revealed could
+   * hand it on anyway, but a key that cannot (a public key, whatever its rules, or one that
+   * sees the mask) must not make the token readable to others by moving it, e.g. from
+   * /pci/high/ into a container every application reveals. Judged permission by permission
+   * (SHOWING) for every application of the tenant and every session with a rule on one of
+   * the containers, by the transform alone: none and redact show no data alike.
+   */
+  async function checkAudience(principal: Principal, token: TokenRow, to: string[]): Promise<void> {
+    const from = token.containers;
+    if (to.length === from.length && to.every((c) => from.includes(c))) return;
+    const vouched = Math.max(0, ...READING.map((p) => sight(principal, p, token.id, from)));
+    if (vouched === TRANSFORM_RANK.reveal) return;
+    const others = await deps.audience(principal.tenantId, [...new Set([...from, ...to])]);
+    const widens = others.some((other) =>
+      SHOWING.some((p) => sight(other, p, token.id, to) > Math.max(vouched, sight(other, p, token.id, from))),
+    );
+    if (widens) {
+      throw ApiError.forbidden(
+        `Moving token ${token.id} to ${to.join(', ')} would let other keys of the tenant see more of its data than they do where it is, ` +
+          `and more than this API key itself reads of it: only a key that reads the data so may make such a move.`,
+      );
+    }
+  }
+
   async function listFilter(principal: Principal, q: ListQuery): Promise<TokenFilter> {
     // A path no token can be in would match nothing, silently: say why instead, as a create would.
     if (q.container !== undefined && !isContainer(q.container)) throw ApiError.field('query.container', CONTAINER_MESSAGE);
@@ -276,7 +348,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
     const out: TokenView[] = [];
     for (const row of rows) {
       const transform = accessTo(principal, permission, row);
-      if (transform) out.push(await view(row, transform));
+      if (transform) out.push(await view(principal, row, transform));
     }
     await logReveals(principal, out, permission === 'token:search' ? 'search' : 'read');
     return out;
@@ -336,17 +408,20 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
   }
 
   return {
-    create(principal: Principal, input: TokenInput): Promise<TokenView> {
+    /** `origin`: where an API request came from (none for reactor code), for admitCreate. */
+    create(principal: Principal, input: TokenInput, origin?: Origin): Promise<TokenView> {
+      admitCreate(principal, origin, 1);
       const readsFirst = input.id !== undefined || input.deduplicate_token === true;
       return readsFirst ? db.transaction((tx) => createIn(principal, input, 'body', tx)) : createIn(principal, input, 'body');
     },
 
     /** Every leaf of the body that looks like a token request becomes a token; all or nothing. */
-    tokenize(principal: Principal, body: unknown, present: (v: TokenView) => unknown): Promise<unknown> {
+    tokenize(principal: Principal, body: unknown, present: (v: TokenView) => unknown, origin?: Origin): Promise<unknown> {
       // Counted before anything is made: a document over the limit costs no work, nor a transaction.
       const count = countTokenRequests(body, MAX_TOKENIZE + 1);
       if (count === 0) throw ApiError.field('body', 'contains no token request (objects with "type" and "data")');
       if (count > MAX_TOKENIZE) throw ApiError.field('body', `at most ${MAX_TOKENIZE} tokens per tokenize request`);
+      admitCreate(principal, origin, count);
       return db.transaction(async (tx) => {
         const walk = async (node: unknown, at: string): Promise<unknown> => {
           if (isTokenRequest(node)) return present(await createIn(principal, validTokenRequest(node, at), at, tx));
@@ -416,8 +491,16 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         if (changes.containers) {
           checkContainers(changes.containers, 'body.containers');
           checkMove(principal, current, changes.containers);
+          await checkAudience(principal, current, changes.containers);
         }
         const transform = permitted(principal, 'token:update', { id, containers: changes.containers ?? current.containers });
+        // An expiry deletes the token: bringing it forward (or setting one) is a deletion put off.
+        if (bringsExpiryForward(changes.expires_at, current.expires_at)) {
+          const scopes = changes.containers ? [current, { id, containers: changes.containers }] : [current];
+          if (scopes.some((scope) => !accessTo(principal, 'token:delete', scope))) {
+            throw ApiError.forbidden(`Setting or bringing forward the expiry of token ${id} needs token:delete on it: the token is deleted when it expires.`);
+          }
+        }
         const secret = await open(current);
         const data = changes.data === undefined ? secret.data : applyMergePatch(secret.data, changes.data);
         const metadata = changes.metadata === undefined ? current.metadata : (applyMergePatch(current.metadata, changes.metadata ?? {}) as Record<string, string>);
@@ -437,7 +520,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         if (!updated) throw ApiError.notFound('token');
         await logs.record(principal, { entityType: 'token', entityId: id, operation: 'update', message: 'Token updated' }, tx);
         await events.emit(principal.tenantId, 'token.updated', id, eventPayload(updated), tx);
-        const shown = await view(updated, transform, prepared.secret);
+        const shown = await view(principal, updated, transform, prepared.secret);
         // The merged data holds more than the patch sent.
         if (shown.data !== undefined) noteShownData({ tokenId: id, access: [{ permission: 'token:update', transform }] });
         return shown;
@@ -492,7 +575,7 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
         throw new ApiError(400, `token ${missing.map((m) => `"${m}"`).join(', ')} not found`, errors.errors);
       }
       const out = new Map<string, TokenView>();
-      for (const row of rows) out.set(row.id, await view(row, permitted(principal, permission, row)));
+      for (const row of rows) out.set(row.id, await view(principal, row, permitted(principal, permission, row)));
       const operation = permission === 'token:use' ? 'use' : 'detokenize';
       const entries = [...out.values()].map((v) => ({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` }));
       // The caller writes them itself, before any of the data leaves Coffer (reactors).
@@ -527,6 +610,16 @@ export function createTokenService(deps: { db: Database; groupCommit: GroupCommi
       return deleted;
     },
   };
+}
+
+/**
+ * Keys held by clients: public application keys, in every browser or app that uses them, and
+ * the session keys public applications hand out. They never get fingerprints (which confirm
+ * a guessed value, docs/vault.md), nor an existing token from a deduplicating create they may
+ * not read, and their token creation is rate limited.
+ */
+function clientHeld(principal: Principal): boolean {
+  return principal.applicationType === 'public';
 }
 
 /** Expired tokens deleted per transaction, and transactions per sweep (50,000 tokens). */
@@ -574,11 +667,19 @@ function unreachable(principal: Principal, permission: string, id: string, conta
 
 /** The permissions whose transform decides what a key sees of a token's data (token:use: through reactors and proxies). */
 const SHOWING = ['token:read', 'token:update', 'token:search', 'token:use'];
+/** Those whose answers show the caller itself the data: what it reads of a token. */
+const READING = ['token:read', 'token:update', 'token:search'];
 
 /** How much a key sees of a token in these containers through one permission: -1 for nothing at all. */
 function sight(principal: Principal, permission: string, id: string, containers: string[]): number {
   const t = accessTo(principal, permission, { id, containers });
   return t ? TRANSFORM_RANK[t] : -1;
+}
+
+/** Whether a patch's expires_at sets an expiry on a token without one, or an earlier one. */
+function bringsExpiryForward(patched: string | null | undefined, current: Date | null): boolean {
+  if (patched === undefined || patched === null) return false;
+  return current === null || Date.parse(patched) < current.getTime();
 }
 
 function redefinesExpressions(patch: TokenPatch, row: TokenRow): boolean {

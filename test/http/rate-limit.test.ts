@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { TokenBuckets } from '../../src/features/proxies/rate-limit.ts';
+import { TokenBuckets } from '../../src/http/rate-limit.ts';
 
-describe('anonymous proxy rate limit (token buckets)', () => {
+describe('token buckets (anonymous proxies, token creation by public keys)', () => {
   it('lets a burst through, then answers with the whole seconds until the next request may go', () => {
     const b = new TokenBuckets(2, 3);
     const t = 1_000_000;
@@ -24,6 +24,29 @@ describe('anonymous proxy rate limit (token buckets)', () => {
     // An hour idle refills to the burst (2), not to 3,600.
     const later = t + 3_600_000;
     assert.deepEqual([b.take('p|a', later), b.take('p|a', later), b.take('p|a', later)], [0, 0, 1]);
+  });
+
+  it('takes a cost at once; one above the burst goes on a full bucket and leaves it in debt', () => {
+    const b = new TokenBuckets(1, 3);
+    const t = 2_000_000;
+    assert.equal(b.take('k', t, 2), 0);
+    // One left: a cost of 2 waits a second for the second token, and takes nothing meanwhile.
+    assert.equal(b.take('k', t, 2), 1);
+    assert.equal(b.take('k', t, 1), 0);
+    const big = new TokenBuckets(1, 3);
+    assert.equal(big.take('k', t, 5), 0, 'a full bucket lets it through');
+    // 3 - 5 = -2: the next single token is 3 s away.
+    assert.equal(big.take('k', t, 1), 3);
+    assert.equal(big.take('k', t + 3000, 1), 0);
+  });
+
+  it('wait answers as take would, without taking', () => {
+    const b = new TokenBuckets(1, 2);
+    const t = 3_000_000;
+    assert.equal(b.wait('k', t, 2), 0);
+    assert.equal(b.wait('k', t, 2), 0);
+    assert.equal(b.take('k', t, 2), 0);
+    assert.equal(b.wait('k', t, 1), 1);
   });
 
   it('a rate of 0 means no limit', () => {
