@@ -565,7 +565,7 @@ export function createReactorService(deps: {
         // Whatever is stored now is the result, whichever run stored it: the callback sends that.
         stored = (await findResult(db, tenantId, p.reactor_id, p.request_id))!;
       }
-      if (p.callback_url) await deliverCallback(p.callback_url, p.request_id, (await readOutcome(tenantId, stored)).outcome);
+      if (p.callback_url) await deliverCallback(tenantId, p.callback_url, p.request_id, (await readOutcome(tenantId, stored)).outcome);
     },
   };
 
@@ -583,13 +583,14 @@ export function createReactorService(deps: {
     return then.kind === 'session' ? then : { ...app, keyId: then.keyId };
   }
 
-  async function deliverCallback(url: string, requestId: string, outcome: Outcome): Promise<void> {
+  async function deliverCallback(tenantId: string, url: string, requestId: string, outcome: Outcome): Promise<void> {
     const body = JSON.stringify(
       outcome.ok
         ? { asyncReactorRequestId: requestId, status: 'completed', ...outcome.response }
         : { asyncReactorRequestId: requestId, status: 'failed', error: { status: outcome.status, detail: outcome.detail, errors: outcome.errors, data: outcome.data } },
     );
-    const res = await outbound.request({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body, timeoutMs: 10_000 });
+    // Within the tenant's share of the callback host's connections, as its other calls (docs/outbound.md).
+    const res = await outbound.request({ url, method: 'POST', headers: { 'content-type': 'application/json' }, body, timeoutMs: 10_000, tenantId });
     if (res.status < 200 || res.status >= 300) throw new Error(`callback answered ${res.status}`);
     log.debug({ request_id: requestId }, 'reactor callback delivered');
   }
