@@ -357,6 +357,22 @@ describe('token access rules and transforms', () => {
       reader = await keyWith({ rules: [{ priority: 1, container: OPEN, transform: 'reveal', permissions: ['token:read'] }] });
     });
 
+    it('rewriting a token\'s data needs token:update on every container it is in; its metadata, on one', async () => {
+      // Containers of its own: the keys it makes must not change who sees the other tests' tokens.
+      const t = await token({ type: 'token', data: { note: 'kept' }, containers: ['/rewrites/a/', '/rewrites/b/'] });
+      const onOne = await keyWith({ rules: [{ priority: 1, container: '/rewrites/b/', transform: 'reveal', permissions: ['token:update'] }] });
+      const rewrite = await patch(t.id, { data: { note: 'overwritten' } }, onOne);
+      assert.equal(rewrite.status, 403, rewrite.text);
+      assert.match(rewrite.body.detail, /needs token:update on every container it is in; the API key lacks it on \/rewrites\/a\//);
+      assert.deepEqual((await get(t.id, admin)).body.data, { note: 'kept' });
+      const tagged = await patch(t.id, { metadata: { tag: 'x' } }, onOne);
+      assert.equal(tagged.status, 200, tagged.text);
+      const onBoth = await keyWith({ rules: [{ priority: 1, container: '/rewrites/', transform: 'reveal', permissions: ['token:update'] }] });
+      const rewritten = await patch(t.id, { data: { note: 'rewritten' } }, onBoth);
+      assert.equal(rewritten.status, 200, rewritten.text);
+      assert.deepEqual((await get(t.id, admin)).body.data, { note: 'rewritten' });
+    });
+
     it('a public key\'s deduplicating create never answers with, nor touches, a token it cannot read', async () => {
       const victim = await token({ type: 'card', data: CARD, containers: [MOVES], metadata: { owner: 'victim' }, deduplicate_token: true });
       const res = await call(server, 'POST', '/tokens', { key: updater, body: { type: 'card', data: { number: VISA, expiration_month: 1, expiration_year: YEAR }, containers: [MOVES], deduplicate_token: true } });

@@ -488,6 +488,12 @@ export function createTokenService(deps: {
         if (access !== 'reveal' && redefinesExpressions(changes, current)) {
           throw ApiError.forbidden(`Changing the mask, fingerprint_expression or search_indexes of token ${id} needs token:update with the reveal transform.`);
         }
+        // Each container guards the token: a key that holds token:update on one of them only
+        // may change its metadata, not rewrite the data the others' keys rely on.
+        if (changes.data !== undefined) {
+          const denied = unreachable(principal, 'token:update', id, current.containers);
+          if (denied.length) throw ApiError.forbidden(`Rewriting the data of token ${id} needs token:update on every container it is in; the API key lacks it on ${denied.join(', ')}.`);
+        }
         if (changes.containers) {
           checkContainers(changes.containers, 'body.containers');
           checkMove(principal, current, changes.containers);
