@@ -130,7 +130,13 @@ let proxySetup: Promise<Record<string, any>> | undefined;
 const proxies = (ctx: Context): Promise<Record<string, any>> =>
   (proxySetup ??= (async () => {
     const proxy = await ctx.call('POST', '/proxies', { name: 'bench-echo', destination_url: `${ctx.destination}/echo` });
-    return { ...(await vault(ctx)), proxyKey: proxy.key };
+    // The same, through a request transform that hands the body and headers on unchanged: one sandbox run per call.
+    const transformed = await ctx.call('POST', '/proxies', {
+      name: 'bench-echo-transformed',
+      destination_url: `${ctx.destination}/echo`,
+      request_transform: { code: 'module.exports = async (req) => ({ body: req.args.body, headers: req.args.headers });' },
+    });
+    return { ...(await vault(ctx)), proxyKey: proxy.key, transformedKey: transformed.key };
   })());
 const proxyRequest = (key: string, proxyKey: string, json: unknown): Req => ({
   method: 'POST',
@@ -360,7 +366,7 @@ const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
-  // Capped so the 27 runs (9 scenario runs, 16 baselines bracketing 8 scenarios, the two one-connection pairs) plus
+  // Capped so the 28 runs (9 scenario runs, 16 baselines bracketing 8 scenarios, the three one-connection pairs) plus
   // start-ups stay under 20 minutes (each run is the warm-up plus this: about 17 minutes at 30 s).
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 30) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 30 (got "${raw}")`);
   return Number(raw);
@@ -382,6 +388,25 @@ async function measureProxyAdded(ctx: Context, url: string, duration: number): P
   await pairedAcross(`${PROXY_ADDED.name} (warm-up)`, proxied, direct, WARMUP_SECONDS);
   const { a, b } = await pairedAcross(PROXY_ADDED.name, proxied, direct, duration);
   return overheadRow(PROXY_ADDED, 'echo.direct', a, b);
+}
+
+/**
+ * Not a throughput scenario: what a request transform adds to a proxy call (a sandbox run in
+ * a sandbox process, the body handed over as JSON and back), as the p50 of a call through a
+ * proxy whose transform returns the body and headers unchanged minus proxy.passthrough's p50,
+ * sent alternately on one connection. Runs with every scenario, or when named.
+ */
+const PROXY_TRANSFORM = { name: 'proxy.transform_added_p50', target_ms: 1.5 };
+
+async function measureProxyTransform(ctx: Context, url: string, duration: number): Promise<OverheadRow> {
+  const { key, proxyKey, transformedKey } = await proxies(ctx);
+  const transformed = proxyRequest(key, transformedKey, PAYMENT);
+  const plain = proxyRequest(key, proxyKey, PAYMENT);
+  await probe(PROXY_TRANSFORM.name, url, [transformed, plain]);
+  process.stdout.write(`${PROXY_TRANSFORM.name}: POST /proxy with and without a request transform, alternately on 1 connection, warm-up ${WARMUP_SECONDS} s, then ${duration} s\n`);
+  await pairedLatency(`${PROXY_TRANSFORM.name} (warm-up)`, url, transformed, plain, WARMUP_SECONDS);
+  const { a, b } = await pairedLatency(PROXY_TRANSFORM.name, url, transformed, plain, duration);
+  return overheadRow(PROXY_TRANSFORM, 'proxy.passthrough', a, b);
 }
 
 /** pairedLatency for two origins: `a` and `b` alternately, each on a keep-alive connection of its own, timed here. */
@@ -448,7 +473,7 @@ async function main(): Promise<number> {
   const started = Date.now();
   const duration = durationSeconds();
   const only = process.argv.slice(2);
-  const named = [OVERHEAD.name, PROXY_ADDED.name, SCALING.name];
+  const named = [OVERHEAD.name, PROXY_ADDED.name, PROXY_TRANSFORM.name, SCALING.name];
   const unknown = only.filter((n) => !scenarios.some((s) => s.name === n) && !named.includes(n));
   if (unknown.length) throw new BenchError(`unknown scenario(s) ${unknown.join(', ')}; known: ${[...scenarios.map((s) => s.name), ...named].join(', ')}`);
   const withScaling = !only.length || only.includes(SCALING.name);
@@ -456,6 +481,7 @@ async function main(): Promise<number> {
   const selected = only.length ? scenarios.filter((s) => only.includes(s.name) || (withScaling && s.name === SCALING.of)) : scenarios;
   const withOverhead = !only.length || only.includes(OVERHEAD.name);
   const withProxyAdded = !only.length || only.includes(PROXY_ADDED.name);
+  const withProxyTransform = !only.length || only.includes(PROXY_TRANSFORM.name);
   for (const s of selected) if (!baselines[s.baseline]) throw new BenchError(`scenario ${s.name}: no baseline named ${s.baseline}`);
 
   // LOG_LEVEL=warn in both children: no per-request log line in either figure.
@@ -615,6 +641,9 @@ async function main(): Promise<number> {
     if (withProxyAdded) sampler.phase = PROXY_ADDED.name;
     const added = withProxyAdded ? await measureProxyAdded(ctx, coffer.url, duration) : undefined;
     const addedMisses = added && added.overhead_ms > added.target_ms ? [`${added.overhead_ms} ms > ${added.target_ms} ms`] : [];
+    if (withProxyTransform) sampler.phase = PROXY_TRANSFORM.name;
+    const transform = withProxyTransform ? await measureProxyTransform(ctx, coffer.url, duration) : undefined;
+    const transformMisses = transform && transform.overhead_ms > transform.target_ms ? [`${transform.overhead_ms} ms > ${transform.target_ms} ms`] : [];
     // Metrics cost every request its counting (~8% of GET /applications/key's CPU), so only this
     // measurement runs with them: on a Coffer restarted with a METRICS_TOKEN.
     if (withOverhead) {
@@ -705,6 +734,13 @@ async function main(): Promise<number> {
           ` (p99 ${added.p99_ms} and ${added.baseline_p99_ms} ms)\n`,
       );
     }
+    if (transform) {
+      process.stdout.write(
+        `${transform.scenario}: ${transform.overhead_ms.toFixed(3)} ms (target <= ${transform.target_ms} ms) ${transformMisses.length ? 'FAIL' : 'PASS'}` +
+          ` = a proxy call through a request transform p50 ${transform.p50_ms} ms - proxy.passthrough p50 ${transform.baseline_p50_ms} ms, 1 connection, ${transform.samples} pairs` +
+          ` (p99 ${transform.p99_ms} and ${transform.baseline_p99_ms} ms)\n`,
+      );
+    }
     process.stdout.write('\n');
     const results = rows.map((r) => ({
       scenario: r.scenario,
@@ -723,13 +759,14 @@ async function main(): Promise<number> {
       ...(cpuPer.get(r.scenario) ? { cpu_us_per_request: cpuPer.get(r.scenario) } : {}),
       ...extras.get(r.scenario),
     }));
-    const latencyRows = [overhead, added].filter((r) => r !== undefined);
+    const latencyRows = [overhead, added, transform].filter((r) => r !== undefined);
     fs.writeFileSync(resultsPath, `${JSON.stringify([...results, ...latencyRows, memory], null, 2)}\n`);
     const checked = [
       ...rows,
       { scenario: memory.scenario, misses: memoryMisses },
       ...(overhead ? [{ scenario: overhead.scenario, misses: overheadMisses }] : []),
       ...(added ? [{ scenario: added.scenario, misses: addedMisses }] : []),
+      ...(transform ? [{ scenario: transform.scenario, misses: transformMisses }] : []),
     ];
     const failed = checked.filter((r) => r.misses.length > 0);
     process.stdout.write(
