@@ -27,6 +27,7 @@ import ivm from 'isolated-vm';
 import { randomBytesPooled } from '../random.ts';
 import { failure, memoryFailure, runtimeFailure, stuckFailure, timeoutFailure } from './failures.ts';
 import { byteLength, parseUntrusted, performCall, TooDeepError, type CallContext } from './host-calls.ts';
+import { TimerQueue } from './timer-queue.ts';
 import type { WarmIsolate } from './pool.ts';
 import type { FetchBridge, SandboxFailure, SandboxLimits, SdkHost } from './types.ts';
 
@@ -83,7 +84,7 @@ class Run {
   readonly #calls: CallContext;
   #deadlineAt = 0;
   #deadline: NodeJS.Timeout | undefined;
-  readonly #timers = new Map<number, NodeJS.Timeout>();
+  readonly #timers = new TimerQueue((id) => this.#deliver('timer', id));
   /** Statuses of host errors handed to user code: a run may end with one of them. */
   readonly #handedStatuses = new Set<number>();
   #control: ivm.Reference | undefined;
@@ -156,7 +157,7 @@ class Run {
         return;
       case 'timer':
         if (this.#settled) this.#lateWork = true;
-        else if (typeof a === 'number' && typeof b === 'number') this.#timer(a, b);
+        else if (typeof a === 'number' && typeof b === 'number') this.#timer(a, b, c);
         return;
       case 'clear':
         if (typeof a === 'number') this.#clear(a);
@@ -196,27 +197,23 @@ class Run {
     }
   }
 
-  /** Arms timer `id` (again, for an interval: each firing counts against the per-run total). */
-  #timer(id: number, ms: number): void {
+  /**
+   * Arms timer `id` (again, for an interval: each firing counts against the per-run total), due
+   * `ms` after `setAt`, when user code set it (the isolate's Date.now(), this process's clock;
+   * a value that is no such time counts from now). Node's floor of 1 ms applies.
+   */
+  #timer(id: number, ms: number, setAt: unknown): void {
     if (this.#timers.has(id) || this.#timers.size >= MAX_TIMERS || this.#totalTimers >= MAX_TIMERS_PER_RUN) return;
     this.#totalTimers++;
+    const now = Date.now();
+    const from = typeof setAt === 'number' && setAt <= now && setAt > now - 60_000 ? setAt : now;
     // Never shortened to the deadline: a timer must not fire before its time. All are
     // cleared when the run ends.
-    const delay = Math.min(Math.max(0, ms), 2_147_483_647);
-    this.#timers.set(
-      id,
-      setTimeout(() => {
-        this.#timers.delete(id);
-        this.#deliver('timer', id);
-      }, delay),
-    );
+    this.#timers.set(id, from + Math.min(Math.max(1, ms), 2_147_483_647));
   }
 
   #clear(id: number): void {
-    const t = this.#timers.get(id);
-    if (!t) return;
-    clearTimeout(t);
-    this.#timers.delete(id);
+    if (!this.#timers.delete(id)) return;
     this.#maybeOver();
   }
 
@@ -369,7 +366,6 @@ class Run {
     // the context holds unfinished work of this run: it is not handed to the next one.
     this.#reusable = healthy && this.#reported && this.#loaded && !this.#taskError && !this.#lateWork && this.#timers.size === 0 && this.#pendingCalls === 0;
     clearTimeout(this.#deadline);
-    for (const t of this.#timers.values()) clearTimeout(t);
     this.#timers.clear();
     let result: Outcome['result'];
     if (settled.ok) {

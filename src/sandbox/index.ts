@@ -52,7 +52,7 @@ export type SandboxOptions = {
   tenantHostCalls?: number;
   /** How long a tenant whose runs were in a process that ended runs in a process of its own, in ms. */
   quarantineMs?: number;
-  /** Added to sandbox processes' nice value (0: none). */
+  /** Added to sandbox processes' nice value (0, the default here: none; Coffer's SANDBOX_NICE is 10). */
   nice?: number;
   log?: { warn(obj: object, msg: string): void };
 };
@@ -64,7 +64,7 @@ export const SANDBOX_DEFAULTS = Object.freeze({
   hostCallBudgetMs: 10_000,
   tenantHostCalls: 8,
   quarantineMs: 10 * 60_000,
-  nice: 10,
+  nice: 0,
 });
 
 /**

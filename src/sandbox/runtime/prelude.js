@@ -37,6 +37,8 @@ const $isArray = Array.isArray;
 const $isInteger = Number.isInteger;
 const $Number = Number;
 const $max = Math.max;
+// The time a timer is set, as the host's timers count from it (src/sandbox/timer-queue.ts).
+const $dateNow = Date.now;
 const $min = Math.min;
 const $slice = String.prototype.slice;
 const $arraySlice = Array.prototype.slice;

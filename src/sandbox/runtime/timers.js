@@ -38,7 +38,7 @@ function addTimer(handler, delay, args, repeat) {
   const id = nextTimerId++;
   timers[id] = { __proto__: null, callback, args, ms: repeat ? $max(1, ms) : -1 };
   pendingTimers++;
-  send('timer', id, ms);
+  send('timer', id, ms, $dateNow());
   return id;
 }
 
@@ -73,7 +73,7 @@ function fireTimer(id) {
     // An interval: arm it again first, so the callback may clear it.
     try {
       checkTimerBudget();
-      send('timer', id, t.ms);
+      send('timer', id, t.ms, $dateNow());
     } catch (e) {
       delete timers[id];
       pendingTimers--;
