@@ -122,7 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
     reactorMemoryMb: read.int('REACTOR_MEMORY_MB', 128, 8, 4096),
     sandboxConcurrency: read.int('SANDBOX_CONCURRENCY', read.int('REACTOR_CONCURRENCY', 8, 1, 1000), 1, 1000),
     sandboxTenantConcurrency: 0,
-    sandboxTenantQueue: read.int('SANDBOX_TENANT_QUEUE', 40, 0, 100_000),
+    sandboxTenantQueue: 0,
     sandboxProcesses: read.int('SANDBOX_PROCESSES', 1, 1, 64),
     sandboxHostCallBudgetMs: read.int('SANDBOX_HOST_CALL_BUDGET_MS', 10_000, 1, 3_600_000),
     sandboxTenantHostCalls: read.int('SANDBOX_TENANT_HOST_CALLS', 8, 1, 1000),
@@ -156,6 +156,8 @@ export function loadConfig(env: Env = process.env): Config {
   };
   // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
   config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);
+  // Ten times the slots, as the one queue all tenants shared before: one tenant alone keeps that backlog.
+  config.sandboxTenantQueue = read.int('SANDBOX_TENANT_QUEUE', config.sandboxConcurrency * 10, 0, 100_000);
   if (config.outboundTenantConnections > config.outboundConnections) {
     problems.push(
       `OUTBOUND_TENANT_CONNECTIONS (${config.outboundTenantConnections}) must not be more than OUTBOUND_CONNECTIONS (${config.outboundConnections}): it is a tenant's share of them`,

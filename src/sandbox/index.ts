@@ -60,7 +60,7 @@ export type SandboxOptions = {
 export const SANDBOX_DEFAULTS = Object.freeze({
   processes: 1,
   concurrency: 8,
-  tenantQueue: 40,
+  tenantQueue: 80,
   hostCallBudgetMs: 10_000,
   tenantHostCalls: 8,
   quarantineMs: 10 * 60_000,
