@@ -115,7 +115,7 @@ export function loadConfig(env: Env = process.env): Config {
     outboundAllowlist: read.allowlist('OUTBOUND_ALLOWLIST'),
     outboundConnections,
     // Unset, a quarter of them: one tenant's slow destination leaves three quarters to the others.
-    outboundTenantConnections: read.int('OUTBOUND_TENANT_CONNECTIONS', Math.max(1, Math.floor(outboundConnections / 4)), 1, 10_000),
+    outboundTenantConnections: read.int('OUTBOUND_TENANT_CONNECTIONS', Math.max(1, Math.floor(outboundConnections / 2)), 1, 10_000),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),

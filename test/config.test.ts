@@ -85,10 +85,10 @@ for (const setting of WHOLE_NUMBERS) {
 }
 
 describe('OUTBOUND_CONNECTIONS, OUTBOUND_TENANT_CONNECTIONS and PROXY_MAX_DECOMPRESSED_BYTES', () => {
-  it('a tenant\'s share defaults to a quarter of the pool, and may not be more than it', () => {
-    assert.deepEqual([loadConfig({}).outboundConnections, loadConfig({}).outboundTenantConnections], [64, 16]);
-    assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '8' }).outboundTenantConnections, 2);
-    assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '3' }).outboundTenantConnections, 1);
+  it('a tenant\'s share defaults to half the pool, and may not be more than it', () => {
+    assert.deepEqual([loadConfig({}).outboundConnections, loadConfig({}).outboundTenantConnections], [64, 32]);
+    assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '8' }).outboundTenantConnections, 4);
+    assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '1' }).outboundTenantConnections, 1);
     assert.equal(loadConfig({ OUTBOUND_CONNECTIONS: '8', OUTBOUND_TENANT_CONNECTIONS: '8' }).outboundTenantConnections, 8);
     assert.throws(
       () => loadConfig({ OUTBOUND_CONNECTIONS: '8', OUTBOUND_TENANT_CONNECTIONS: '9' }),

@@ -26,7 +26,7 @@ export type OutboundOptions = {
   connections?: number;
   /**
    * A tenant's share of an origin's pool: requests one tenant may have in flight to one
-   * origin at once; default a quarter of `connections` (16 of 64), at most all of them.
+   * origin at once; default half of `connections` (32 of 64), at most all of them.
    * See src/outbound/slots.ts.
    */
   tenantConnections?: number;
@@ -106,7 +106,7 @@ export class OutboundClient {
     this.#maxRedirects = options.maxRedirects ?? DEFAULT_MAX_REDIRECTS;
     if (!Number.isInteger(this.#maxRedirects) || this.#maxRedirects < 0) throw new TypeError('maxRedirects must be a non-negative integer');
     const connections = positive(options.connections, DEFAULT_CONNECTIONS, 'connections');
-    const tenantConnections = positive(options.tenantConnections, Math.max(1, Math.floor(connections / 4)), 'tenantConnections');
+    const tenantConnections = positive(options.tenantConnections, Math.max(1, Math.floor(connections / 2)), 'tenantConnections');
     this.#slots = new OriginSlots(connections, tenantConnections);
     // undici honours a destination's "Keep-Alive: timeout=…" up to 10 minutes: destinations
     // chosen by tenants could then pin an idle socket per origin that long, and enough of

@@ -84,7 +84,7 @@ export class SandboxProcess {
       execArgv: ['--disable-warning=ExperimentalWarning'],
       env: sandboxEnv(),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      serialization: 'advanced',
+      serialization: 'json',
     });
     if (opts.nice > 0 && this.#child.pid !== undefined) {
       try {
