@@ -22,7 +22,7 @@ describe('a hostile tenant\'s code', () => {
     destination = http.createServer((_req, res) => res.end('{}'));
     await new Promise<void>((r) => destination.listen(0, '127.0.0.1', r));
     destinationUrl = `http://127.0.0.1:${(destination.address() as { port: number }).port}/api`;
-    server = await startTestServer({ OUTBOUND_ALLOWLIST: '127.0.0.1', SANDBOX_PROCESSES: '1' });
+    server = await startTestServer({ OUTBOUND_ALLOWLIST: '127.0.0.1', SANDBOX_PROCESSES: '1', PROXY_TIMEOUT_MS: '3000' });
   });
   after(async () => {
     await server?.stop();
@@ -75,5 +75,31 @@ describe('a hostile tenant\'s code', () => {
     const ping = await call(server, 'GET', '/ping');
     assert.equal(ping.status, 200);
     assert.ok(server.running.services.sandbox.restarts >= 1, 'the code did end a sandbox process');
+  });
+
+  it('with its share of the sandbox held by endless proxy transforms, delays no other tenant\'s transform', async () => {
+    const looping = await call(server, 'POST', '/proxies', {
+      key: server.key,
+      body: { name: 'endless', destination_url: destinationUrl, require_auth: false, request_transform: { code: 'module.exports = async function () { for (;;) {} };' } },
+    });
+    assert.equal(looping.status, 201, looping.text);
+    const other = await createOtherTenant(server);
+    const quick = await call(server, 'POST', '/proxies', {
+      key: other.api_key,
+      body: { name: 'quick', destination_url: destinationUrl, require_auth: false, request_transform: { code: 'module.exports = async function (req) { return { body: req.args.body }; };' } },
+    });
+    assert.equal(quick.status, 201, quick.text);
+
+    // More endless transforms than the tenant's share (8 of 16): the rest of its calls wait or are refused.
+    const held = Array.from({ length: 12 }, () => call(server, 'POST', '/proxy', { headers: { 'svc-proxy-key': looping.body.key }, body: { a: 1 } }));
+    await new Promise((r) => setTimeout(r, 300));
+    const started = performance.now();
+    for (let i = 0; i < 5; i++) {
+      const res = await call(server, 'POST', '/proxy', { headers: { 'svc-proxy-key': quick.body.key }, body: { n: i } });
+      assert.equal(res.status, 200, res.text);
+    }
+    // Five calls, each waiting for no slot: well under one endless transform's time limit.
+    assert.ok(performance.now() - started < 2500, `${Math.round(performance.now() - started)} ms`);
+    for (const res of await Promise.all(held)) assert.ok(res.status === 408 || res.status === 429 || res.status === 422, res.text);
   });
 });
