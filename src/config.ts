@@ -120,7 +120,7 @@ export function loadConfig(env: Env = process.env): Config {
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
     reactorMemoryMb: read.int('REACTOR_MEMORY_MB', 128, 8, 4096),
-    sandboxConcurrency: read.int('SANDBOX_CONCURRENCY', read.int('REACTOR_CONCURRENCY', 16, 1, 1000), 1, 1000),
+    sandboxConcurrency: read.int('SANDBOX_CONCURRENCY', read.int('REACTOR_CONCURRENCY', 8, 1, 1000), 1, 1000),
     sandboxTenantConcurrency: 0,
     sandboxTenantQueue: 0,
     sandboxProcesses: read.int('SANDBOX_PROCESSES', 1, 1, 64),
@@ -156,8 +156,8 @@ export function loadConfig(env: Env = process.env): Config {
   };
   // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
   config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);
-  // Ten times a tenant's slots: the backlog one queue for all tenants used to allow.
-  config.sandboxTenantQueue = read.int('SANDBOX_TENANT_QUEUE', config.sandboxTenantConcurrency * 10, 0, 100_000);
+  // Ten times the slots, as the one queue all tenants shared before: one tenant alone keeps that backlog.
+  config.sandboxTenantQueue = read.int('SANDBOX_TENANT_QUEUE', config.sandboxConcurrency * 10, 0, 100_000);
   if (config.outboundTenantConnections > config.outboundConnections) {
     problems.push(
       `OUTBOUND_TENANT_CONNECTIONS (${config.outboundTenantConnections}) must not be more than OUTBOUND_CONNECTIONS (${config.outboundConnections}): it is a tenant's share of them`,

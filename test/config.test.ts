@@ -58,15 +58,15 @@ const WHOLE_NUMBERS = [
 ] as const;
 
 describe('SANDBOX_CONCURRENCY and a tenant\'s share of it', () => {
-  it('defaults to 16, of which a tenant holds half and queues ten times that; REACTOR_CONCURRENCY, the older name, is read when it is not set', () => {
-    assert.deepEqual([loadConfig({}).sandboxConcurrency, loadConfig({}).sandboxTenantConcurrency, loadConfig({}).sandboxTenantQueue], [16, 8, 80]);
+  it('defaults to 8, of which a tenant holds half and queues ten times the whole; REACTOR_CONCURRENCY, the older name, is read when it is not set', () => {
+    assert.deepEqual([loadConfig({}).sandboxConcurrency, loadConfig({}).sandboxTenantConcurrency, loadConfig({}).sandboxTenantQueue], [8, 4, 80]);
     assert.deepEqual([loadConfig({ REACTOR_CONCURRENCY: '3' }).sandboxConcurrency, loadConfig({ REACTOR_CONCURRENCY: '3' }).sandboxTenantConcurrency], [3, 2]);
     assert.equal(loadConfig({ REACTOR_CONCURRENCY: '3', SANDBOX_CONCURRENCY: '12' }).sandboxConcurrency, 12);
     assert.equal(loadConfig({ SANDBOX_CONCURRENCY: '12', SANDBOX_TENANT_CONCURRENCY: '12' }).sandboxTenantConcurrency, 12);
   });
 
   it('refuses a tenant share above the whole, naming the setting', () => {
-    refuses('SANDBOX_TENANT_CONCURRENCY', ['0', '17'], /SANDBOX_TENANT_CONCURRENCY/);
+    refuses('SANDBOX_TENANT_CONCURRENCY', ['0', '9'], /SANDBOX_TENANT_CONCURRENCY/);
     refuses('SANDBOX_CONCURRENCY', ['0', '1001'], /SANDBOX_CONCURRENCY/);
   });
 });

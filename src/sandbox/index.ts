@@ -59,7 +59,7 @@ export type SandboxOptions = {
 
 export const SANDBOX_DEFAULTS = Object.freeze({
   processes: 1,
-  concurrency: 16,
+  concurrency: 8,
   tenantQueue: 80,
   hostCallBudgetMs: 10_000,
   tenantHostCalls: 8,

@@ -90,7 +90,7 @@ describe('a hostile tenant\'s code', () => {
     });
     assert.equal(quick.status, 201, quick.text);
 
-    // More endless transforms than the tenant's share (8 of 16): the rest of its calls wait or are refused.
+    // More endless transforms than the tenant's share (4 of 8): the rest of its calls wait or are refused.
     const held = Array.from({ length: 12 }, () => call(server, 'POST', '/proxy', { headers: { 'svc-proxy-key': looping.body.key }, body: { a: 1 } }));
     await new Promise((r) => setTimeout(r, 300));
     const started = performance.now();
