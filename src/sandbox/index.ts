@@ -23,6 +23,7 @@
 import { Gate } from '../gate.ts';
 import { FairGate } from './fair-gate.ts';
 import { failure, runtimeFailure } from './failures.ts';
+import { Inflight } from './inflight.ts';
 import { IsolateSandbox } from './isolates.ts';
 import { ProcessDied, SandboxProcess, type ActiveRun, type CallPerformer } from './process/host.ts';
 import type { CallFailure, CallMessage } from './process/protocol.ts';
@@ -108,7 +109,7 @@ export class Sandbox {
   /** Idle quarantine processes, ended when their timer fires. */
   readonly #idleTimers = new Map<string, NodeJS.Timeout>();
   readonly #hostGates = new Map<string, { gate: Gate; users: number }>();
-  readonly #inflight = new Set<Promise<unknown>>();
+  readonly #inflight = new Inflight();
   #restarts = 0;
   #disposed = false;
 
@@ -181,7 +182,7 @@ export class Sandbox {
    * `wait: false` a run that finds no slot free for its tenant is refused at once (kind `busy`).
    */
   async run(r: RunRequest & { wait?: boolean }): Promise<RunResult> {
-    const result = await this.#track(this.#admitted(r));
+    const result = await this.#inflight.track(this.#admitted(r));
     if (this.#observer) {
       try {
         this.#observer(r, result);
@@ -314,12 +315,6 @@ export class Sandbox {
     }
   }
 
-  #track<T>(work: Promise<T>): Promise<T> {
-    this.#inflight.add(work);
-    const done = () => this.#inflight.delete(work);
-    work.then(done, done);
-    return work;
-  }
 
   /**
    * Ends every sandbox process at once (runs in progress end with a runtime failure: nothing
@@ -333,13 +328,7 @@ export class Sandbox {
     const closing = [...this.#groups.values()].map((p) => p.close(waitMs, true));
     this.#groups.clear();
     await this.#checker.dispose(waitMs);
-    if (closing.length === 0 && this.#inflight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...closing, ...this.#inflight]),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs + 500).unref())),
-    ]);
-    clearTimeout(timer);
+    await this.#inflight.settle(waitMs + 500, closing);
   }
 }
 

@@ -11,6 +11,7 @@
 import ivm from 'isolated-vm';
 import { discardPrepared, execute, prepare, type Prepared } from './execute.ts';
 import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
+import { Inflight } from './inflight.ts';
 import { byteLength } from './host-calls.ts';
 import { createWarmIsolate, disposeWarmIsolate, IsolatePool, type WarmIsolate } from './pool.ts';
 import { closesWrapper, USER_FILENAME, WRAPPER_HEAD, wrapUserCode } from './runtime.ts';
@@ -80,7 +81,7 @@ export class IsolateSandbox {
   #checker: ivm.Isolate | undefined;
   #disposed = false;
   /** Runs and context preparations under way: dispose waits for them (bounded) to settle. */
-  readonly #inflight = new Set<Promise<unknown>>();
+  readonly #inflight = new Inflight();
 
   constructor(opts: { maxWarmIsolates?: number; maxWarmBytes?: number; limits?: Partial<SandboxLimits>; onRun?: RunObserver } = {}) {
     this.#limits = mergeLimits(DEFAULT_LIMITS, opts.limits);
@@ -136,7 +137,7 @@ export class IsolateSandbox {
 
   /** Runs the code once. Never throws: whatever the code does comes back as `ok: false`. */
   async run(r: RunRequest): Promise<RunResult> {
-    const result = await this.#track(this.#timedRun(r));
+    const result = await this.#inflight.track(this.#timedRun(r));
     if (this.#observer) {
       try {
         this.#observer(r, result);
@@ -246,7 +247,7 @@ export class IsolateSandbox {
         // an unused fresh one when compiling failed, or else a fresh one made now, while the
         // isolate would be idle anyway.
         const kept = p;
-        w.ready = kept ? Promise.resolve(kept) : this.#track(prepare(w).catch(() => undefined));
+        w.ready = kept ? Promise.resolve(kept) : this.#inflight.track(prepare(w).catch(() => undefined));
         if (heldBytes !== undefined) this.#pool.measured(w, heldBytes);
         this.#pool.put(w);
       } else {
@@ -254,13 +255,6 @@ export class IsolateSandbox {
         disposeWarmIsolate(w);
       }
     }
-  }
-
-  #track<T>(work: Promise<T>): Promise<T> {
-    this.#inflight.add(work);
-    const done = () => this.#inflight.delete(work);
-    work.then(done, done);
-    return work;
   }
 
   /**
@@ -282,12 +276,6 @@ export class IsolateSandbox {
       // already gone
     }
     this.#checker = undefined;
-    if (this.#inflight.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.allSettled([...this.#inflight]),
-      new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs).unref())),
-    ]);
-    clearTimeout(timer);
+    await this.#inflight.settle(waitMs);
   }
 }

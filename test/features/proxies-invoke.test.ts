@@ -4,6 +4,7 @@ import http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { after, before, describe, it } from 'node:test';
 import { call, createApplication, createOtherTenant, type Response } from '../helpers/http.ts';
+import { rawRequest } from '../helpers/raw-request.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
@@ -48,25 +49,6 @@ async function startDestination() {
       return new Promise<void>((r) => server.close(() => r()));
     },
   };
-}
-
-/** One request exactly as written (fetch would normalise the path and drop Connection). */
-function rawRequest(base: string, method: string, path: string, headers: Record<string, string>, body: string | Buffer = ''): Promise<Response> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) for (const x of [v ?? []].flat()) h.append(k, x);
-        resolve({ status: res.statusCode!, headers: h, body: /json/.test(h.get('content-type') ?? '') && text ? JSON.parse(text) : undefined, text });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
 }
 
 const PAN = '4111111111111111';

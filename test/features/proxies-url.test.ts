@@ -3,7 +3,8 @@ import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { destinationUrl, splitUrl } from '../../src/features/proxies/message.ts';
 import { ApiError } from '../../src/http/errors.ts';
-import { call, createApplication, type Response } from '../helpers/http.ts';
+import { call, createApplication } from '../helpers/http.ts';
+import { rawRequest } from '../helpers/raw-request.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
@@ -12,24 +13,6 @@ import { rememberSecret, startTestServer, type TestServer } from '../helpers/ser
  * its path; Coffer's own `svc-*` query parameters are never forwarded.
  */
 
-/** One request exactly as written: fetch would normalise `%79` and dot segments. */
-function rawRequest(base: string, path: string, headers: Record<string, string>): Promise<Response> {
-  const url = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method: 'GET', path, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const h = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) for (const x of [v ?? []].flat()) h.append(k, x);
-        resolve({ status: res.statusCode!, headers: h, body: /json/.test(h.get('content-type') ?? '') && text ? JSON.parse(text) : undefined, text });
-      });
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('proxies: the destination URL', () => {
   let server: TestServer;
@@ -63,7 +46,7 @@ describe('proxies: the destination URL', () => {
   }
 
   function invoke(key: string, path: string) {
-    return rawRequest(server.url, path, { 'svc-proxy-key': key, 'svc-api-key': apiKey });
+    return rawRequest(server.url, 'GET', path, { 'svc-proxy-key': key, 'svc-api-key': apiKey });
   }
 
   it('a percent-encoded /proxy prefix is the prefix: its suffix is joined with one slash, never glued on', async () => {
@@ -101,7 +84,7 @@ describe('proxies: the destination URL', () => {
   it('svc-* query parameters are Coffer\'s: none reaches the destination, however spelled', async () => {
     const key = await proxy(`http://127.0.0.1:${port}/q`);
     const query = `svc-api-key=${apiKey}&a=1&SVC-API-KEY=${apiKey}&svc%2Dapi%2Dkey=${apiKey}&svc-other=x&b=2&svc-proxy-key=${encodeURIComponent(key)}`;
-    const res = await rawRequest(server.url, `/proxy/x?${query}`, { 'svc-api-key': apiKey });
+    const res = await rawRequest(server.url, 'GET', `/proxy/x?${query}`, { 'svc-api-key': apiKey });
     assert.equal(res.status, 200, res.text);
     assert.equal(res.text, '/q/x?a=1&b=2');
   });

@@ -169,18 +169,7 @@ export function createApplicationService(deps: {
      */
     async principalFor(tenantId: string, id: string): Promise<Principal | undefined> {
       const app = await findApplication(db, tenantId, id);
-      if (!app) return undefined;
-      return {
-        kind: 'application',
-        tenantId,
-        actorId: app.id,
-        applicationId: app.id,
-        applicationType: app.type,
-        keyId: undefined,
-        permissions: app.permissions,
-        rules: app.rules,
-        expiresAt: app.expires_at ?? undefined,
-      };
+      return app ? applicationPrincipal(tenantId, app) : undefined;
     },
 
     /**
@@ -188,17 +177,7 @@ export function createApplicationService(deps: {
      * whom a token's move must not show more of it (tokens service).
      */
     async tokenGrantees(tenantId: string): Promise<Principal[]> {
-      return (await listTokenGrantees(db, tenantId)).map((app) => ({
-        kind: 'application',
-        tenantId,
-        actorId: app.id,
-        applicationId: app.id,
-        applicationType: app.type,
-        keyId: undefined,
-        permissions: app.permissions,
-        rules: app.rules,
-        expiresAt: app.expires_at ?? undefined,
-      }));
+      return (await listTokenGrantees(db, tenantId)).map((app) => applicationPrincipal(tenantId, app));
     },
 
     /** Deletes applications whose expires_at has passed (they stopped authenticating at that instant). */
@@ -218,5 +197,23 @@ export function createApplicationService(deps: {
       }
       return deleted;
     },
+  };
+}
+
+/** An application acting as itself, with no key of its own (reactors, proxies, a move's audience). */
+function applicationPrincipal(
+  tenantId: string,
+  app: { id: string; type: Principal['applicationType']; permissions: Principal['permissions']; rules: Principal['rules']; expires_at: Date | null },
+): Principal {
+  return {
+    kind: 'application',
+    tenantId,
+    actorId: app.id,
+    applicationId: app.id,
+    applicationType: app.type,
+    keyId: undefined,
+    permissions: app.permissions,
+    rules: app.rules,
+    expiresAt: app.expires_at ?? undefined,
   };
 }
