@@ -108,14 +108,16 @@ export class SandboxProcess {
       else if (m.t === 'call') this.#call(m);
     });
     this.#child.on('error', () => this.#child.kill('SIGKILL'));
-    // Handled once what it wrote to stderr has been read (its pipe ended), or shortly after its
-    // exit: 'close' never comes for a process whose channel this side disconnected.
+    // Handled once what it wrote to stderr has been read (its pipe ended; 'close' never comes for
+    // a process whose channel this side disconnected), or 5 s after its exit at the latest: a
+    // shorter bound, on a loaded host, fired before the pipe's last data (V8's "out of memory")
+    // had been read, and the runs failed as a crash.
     const stderrEnded = new Promise<void>((resolve) => this.#child.stderr!.once('close', () => resolve()));
     this.#child.once('exit', (code, signal) => {
       this.#dead = true;
       ready(false);
       let timer: NodeJS.Timeout | undefined;
-      void Promise.race([stderrEnded, new Promise<void>((resolve) => (timer = setTimeout(resolve, 1000)))]).then(() => {
+      void Promise.race([stderrEnded, new Promise<void>((resolve) => (timer = setTimeout(resolve, 5000)))]).then(() => {
         clearTimeout(timer);
         const outOfMemory = OUT_OF_MEMORY.test(this.#stderr);
         const tenants = this.tenants();
