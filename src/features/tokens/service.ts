@@ -7,6 +7,7 @@ import type { Logger } from '../../logger.ts';
 import { accessTo, reachOf } from '../../access/evaluate.ts';
 import type { Principal } from '../../access/principal.ts';
 import { isContainer, type Transform } from '../../access/rules.ts';
+import { bringsExpiryForward, checkMove, TRANSFORM_RANK, unreachable, vouchedSight, widensAudience } from './moves.ts';
 import { evaluate, ExpressionError, MAX_GROWTH, type Scope } from '../../expressions/index.ts';
 import { ApiError, FieldErrorList } from '../../http/errors.ts';
 import { childPath } from '../../http/field-path.ts';
@@ -314,19 +315,16 @@ export function createTokenService(deps: {
    * hand it on anyway, but a key that cannot (a public key, whatever its rules, or one that
    * sees the mask) must not make the token readable to others by moving it, e.g. from
    * /pci/high/ into a container every application reveals. Judged permission by permission
-   * (SHOWING) for every application of the tenant and every session with a rule on one of
+   * (SHOWING in ./moves.ts) for every application of the tenant and every session with a rule on one of
    * the containers, by the transform alone: none and redact show no data alike.
    */
   async function checkAudience(principal: Principal, token: TokenRow, to: string[]): Promise<void> {
     const from = token.containers;
     if (to.length === from.length && to.every((c) => from.includes(c))) return;
-    const vouched = Math.max(0, ...READING.map((p) => sight(principal, p, token.id, from)));
+    const vouched = vouchedSight(principal, token);
     if (vouched === TRANSFORM_RANK.reveal) return;
     const others = await deps.audience(principal.tenantId, [...new Set([...from, ...to])]);
-    const widens = others.some((other) =>
-      SHOWING.some((p) => sight(other, p, token.id, to) > Math.max(vouched, sight(other, p, token.id, from))),
-    );
-    if (widens) {
+    if (widensAudience(others, token, to, vouched)) {
       throw ApiError.forbidden(
         `Moving token ${token.id} to ${to.join(', ')} would let other keys of the tenant see more of its data than they do where it is, ` +
           `and more than this API key itself reads of it: only a key that reads the data so may make such a move.`,
@@ -644,50 +642,6 @@ function checkContainers(containers: string[], at: string): void {
   errors.throwIfAny();
 }
 
-/**
- * Containers decide who reaches a token, so a move needs token:update on each container it
- * adds or removes (one of the token's is not enough: that would let a key hand the token to,
- * or take it from, containers it holds nothing on). And, as for redefining a mask, a move may
- * not show the key more of the token than it sees where the token is: masked PCI data moved
- * into a container whose rule reveals would otherwise be read in the clear.
- */
-function checkMove(principal: Principal, token: TokenRow, to: string[]): void {
-  const from = token.containers;
-  const changed = [...to.filter((c) => !from.includes(c)), ...from.filter((c) => !to.includes(c))];
-  const denied = unreachable(principal, 'token:update', token.id, changed);
-  if (denied.length) {
-    throw ApiError.forbidden(`The API key lacks token:update on ${denied.join(', ')}: moving token ${token.id} into or out of a container needs it there.`);
-  }
-  // Permission by permission: data a key may only use (through reactors and proxies) must not
-  // become data it reads, because it already reveals through token:use.
-  const more = SHOWING.filter((p) => sight(principal, p, token.id, to) > sight(principal, p, token.id, from));
-  if (more.length) {
-    throw ApiError.forbidden(`Moving token ${token.id} to ${to.join(', ')} would show the API key more of its data (through ${more.join(', ')}) than it sees where the token is.`);
-  }
-}
-
-/** The containers among `containers` on which the principal lacks `permission`. */
-function unreachable(principal: Principal, permission: string, id: string, containers: string[]): string[] {
-  return [...new Set(containers)].filter((c) => !accessTo(principal, permission, { id, containers: [c] }));
-}
-
-/** The permissions whose transform decides what a key sees of a token's data (token:use: through reactors and proxies). */
-const SHOWING = ['token:read', 'token:update', 'token:search', 'token:use'];
-/** Those whose answers show the caller itself the data: what it reads of a token. */
-const READING = ['token:read', 'token:update', 'token:search'];
-
-/** How much a key sees of a token in these containers through one permission: -1 for nothing at all. */
-function sight(principal: Principal, permission: string, id: string, containers: string[]): number {
-  const t = accessTo(principal, permission, { id, containers });
-  return t ? TRANSFORM_RANK[t] : -1;
-}
-
-/** Whether a patch's expires_at sets an expiry on a token without one, or an earlier one. */
-function bringsExpiryForward(patched: string | null | undefined, current: Date | null): boolean {
-  if (patched === undefined || patched === null) return false;
-  return current === null || Date.parse(patched) < current.getTime();
-}
-
 function redefinesExpressions(patch: TokenPatch, row: TokenRow): boolean {
   return (
     (patch.mask !== undefined && JSON.stringify(patch.mask) !== (row.mask ?? 'null')) ||
@@ -802,6 +756,3 @@ function countTokenRequests(node: unknown, stop: number): number {
   }
   return count;
 }
-
-/** From the least shown to the most. */
-const TRANSFORM_RANK: Record<Transform, number> = { redact: 0, mask: 1, reveal: 2 };
