@@ -629,7 +629,7 @@ async function main(): Promise<number> {
       const stoppedCleanly = await previous.stop();
       servers.splice(servers.indexOf(previous), 1);
       sampler.phase = `start-up of ${name}`;
-      // Killed after 20 s: its PostgreSQL is still running, and the next start adopts it (src/db/embedded.ts).
+      // Killed after 20 s: its PostgreSQL is still running, and the next start adopts it (src/db/embedded/).
       if (!stoppedCleanly) process.stderr.write(`warning: Coffer did not stop within 20 s of SIGTERM and was killed\n`);
       coffer = startServer(name, cli, args, env, await freePort(), flags);
       servers.push(coffer);

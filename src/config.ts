@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_EMBEDDED_POSTGRES_DIR } from './db/embedded/location.ts';
 import { type CorsOrigins, parseOrigin } from './http/cors.ts';
 import { allowlistProblems } from './outbound/policy.ts';
 import { LocalKeyring, parseKeys } from './vault/keyring.ts';
@@ -8,6 +9,8 @@ export type Config = {
   port: number;
   host: string;
   dataDir: string;
+  /** As root, where the embedded PostgreSQL's binaries and clusters go when the `postgres` user cannot reach the checkout or DATA_DIR. */
+  embeddedPostgresDir: string;
   databaseUrl: string | undefined;
   databasePoolSize: number;
   /** Statements running longer are cancelled (0: never); migrations are exempt. */
@@ -102,6 +105,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: read.int('PORT', 8080, 0, 65535),
     host: read.string('HOST', '127.0.0.1'),
     dataDir: path.resolve(read.string('DATA_DIR', './data')),
+    embeddedPostgresDir: path.resolve(read.string('EMBEDDED_POSTGRES_DIR', DEFAULT_EMBEDDED_POSTGRES_DIR)),
     databaseUrl: read.databaseUrl('DATABASE_URL'),
     databasePoolSize: read.int('DATABASE_POOL_SIZE', 20, 1, 500),
     databaseStatementTimeoutMs: read.int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),

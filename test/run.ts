@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
-import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { startEmbeddedPostgres } from '../src/db/embedded/start.ts';
 import { scanLogs } from './helpers/log-scan.ts';
 
 const root = path.resolve(import.meta.dirname, '..');

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { Database } from './database.ts';
-import { startEmbeddedPostgres } from './embedded.ts';
+import { startEmbeddedPostgres } from './embedded/start.ts';
 import { migrate } from './migrate.ts';
 
 export type OpenDatabase = { db: Database; url: string; close(): Promise<void> };
@@ -21,7 +21,7 @@ export async function openDatabase(
 ): Promise<OpenDatabase> {
   const embedded = config.databaseUrl
     ? undefined
-    : await startEmbeddedPostgres(config.dataDir, log, { takeOwnership: opts.takeOwnership });
+    : await startEmbeddedPostgres(config.dataDir, log, { takeOwnership: opts.takeOwnership, systemDir: config.embeddedPostgresDir });
   const url = config.databaseUrl ?? embedded!.url;
   if (config.databaseUrl) await checkReachable(config.databaseUrl);
   const db = new Database(url, config.databasePoolSize, log, { statementTimeoutMs: config.databaseStatementTimeoutMs });

@@ -139,19 +139,39 @@ describe('the embedded PostgreSQL and the coffer command', () => {
     }
   });
 
-  it('a DATA_DIR the postgres OS user cannot reach fails at once with what to do', async () => {
-    const parent = tempDir(); // 0700, owned by us
+  it('a cluster made in place that the postgres OS user can no longer reach fails at once with what to do', async () => {
+    const parent = tempDir();
+    fs.chmodSync(parent, 0o755);
     const dataDir = path.join(parent, 'data');
-    const res = await runCli(['init', '--json'], { DATA_DIR: dataDir });
+    assert.equal((await runCli(['migrate'], { DATA_DIR: dataDir })).code, 0);
+    assert.ok(fs.lstatSync(path.join(dataDir, 'postgres')).isDirectory(), 'a reachable DATA_DIR keeps its cluster in place');
+    fs.chmodSync(parent, 0o700);
+    const res = await runCli(['migrate'], { DATA_DIR: dataDir });
     if (process.getuid?.() === 0) {
       assert.equal(res.code, 1);
-      assert.match(res.stderr, /cannot reach/);
+      assert.ok(res.stderr.includes(`cannot reach the cluster in ${path.join(dataDir, 'postgres')} because ${parent} has mode 700`), res.stderr);
       assert.match(res.stderr, /chmod o\+x/);
       assert.equal(res.stdout, '');
     } else {
       // Not root: PostgreSQL runs as us, so every directory we own is reachable.
       assert.equal(res.code, 0, res.stderr);
+    }
+  });
+
+  it('an EMBEDDED_POSTGRES_DIR the postgres OS user cannot reach fails at once with what to do', async () => {
+    const parent = tempDir(); // 0700, owned by us
+    const dataDir = path.join(parent, 'data');
+    const systemDir = path.join(parent, 'system');
+    const res = await runCli(['init', '--json'], { DATA_DIR: dataDir, EMBEDDED_POSTGRES_DIR: systemDir });
+    if (process.getuid?.() === 0) {
+      assert.equal(res.code, 1);
+      assert.ok(res.stderr.includes(`cannot reach EMBEDDED_POSTGRES_DIR (${systemDir}) because ${parent} has mode 700`), res.stderr);
+      assert.equal(res.stdout, '');
+      assert.equal(fs.existsSync(path.join(dataDir, 'postgres')), false, 'no link to a cluster that was never made');
+    } else {
+      assert.equal(res.code, 0, res.stderr);
       rememberSecret(JSON.parse(res.stdout).api_key);
+      assert.equal(fs.existsSync(systemDir), false, 'only root needs EMBEDDED_POSTGRES_DIR');
     }
   });
 

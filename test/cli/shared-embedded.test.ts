@@ -5,7 +5,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { pino } from 'pino';
-import { startEmbeddedPostgres } from '../../src/db/embedded.ts';
+import { startEmbeddedPostgres } from '../../src/db/embedded/start.ts';
 import { call } from '../helpers/http.ts';
 import { alive, killServed, postmasterPid, runCli, serve } from '../helpers/cli.ts';
 import { rememberSecret } from '../helpers/server.ts';

@@ -27,10 +27,13 @@ function keepLog(name: string, text: string): void {
   if (logDir) fs.writeFileSync(path.join(logDir, `${name}.log`), text);
 }
 
+/** Where the commands run: this checkout, unless a test made a copy of it elsewhere. */
+type Where = { cwd?: string };
+
 /** Runs `coffer <args>` to completion. */
-export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(args: string[], env: Record<string, string>, where: Where = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['src/cli.ts', ...args], { cwd: root, env: childEnv(env) });
+    const child = spawn(process.execPath, ['src/cli.ts', ...args], { cwd: where.cwd ?? root, env: childEnv(env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -54,8 +57,8 @@ export function killServed(): void {
 export type Served = { child: ChildProcess; url: string; firstKey: string | undefined; stdout(): string; stderr(): string; stop(): Promise<number | null> };
 
 /** Starts `coffer serve [args]` on a free port and waits until it listens (and, on a first start, printed its key). */
-export function serve(env: Record<string, string>, args: string[] = []): Promise<Served> {
-  const child = spawn(process.execPath, ['src/cli.ts', 'serve', ...args], { cwd: root, env: childEnv({ PORT: '0', ...env }) });
+export function serve(env: Record<string, string>, args: string[] = [], where: Where = {}): Promise<Served> {
+  const child = spawn(process.execPath, ['src/cli.ts', 'serve', ...args], { cwd: where.cwd ?? root, env: childEnv({ PORT: '0', ...env }) });
   children.add(child);
   let stdout = '';
   let stderr = '';
