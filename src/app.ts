@@ -24,6 +24,8 @@ import { registerSessionRoutes } from './features/sessions/routes.ts';
 import { TenantQuotas } from './features/tenants/quotas.ts';
 import { createTenantService } from './features/tenants/service.ts';
 import { createEventService } from './features/events/service.ts';
+import { createTokenIntentService } from './features/token-intents/service.ts';
+import { registerTokenIntentRoutes } from './features/token-intents/routes.ts';
 import { createTokenService } from './features/tokens/service.ts';
 import { registerTokenRoutes } from './features/tokens/routes.ts';
 import { createDetokenizeService } from './features/detokenize/service.ts';
@@ -69,6 +71,8 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   applications = createApplicationService({ db, logs, keys, notifier, log, cacheSeconds: config.authCacheSeconds });
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
   const tenants = createTenantService({ db, logs, applications });
+  const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit, token_intent_ttl_hours: config.tokenIntentTtlHours }, config.authCacheSeconds * 1000);
+  const tokenIntents = createTokenIntentService({ db, groupCommit, vault, logs, events, quotas, log });
   const tokens = createTokenService({
     db, groupCommit, vault, logs, events, log,
     audience: async (tenantId, containers) => [...(await applications.tokenGrantees(tenantId)), ...(await sessions.tokenGranteesIn(tenantId, containers))],
@@ -79,7 +83,6 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
       keyBurst: config.publicTokenCreateKeyBurst,
     },
   });
-  const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit }, config.authCacheSeconds * 1000);
   const detokenize = createDetokenizeService({ tokens, vault, logs, limitFor: async (tenantId) => (await quotas.of(tenantId)).detokenize_limit });
   const authenticator = new Authenticator(
     // Shared by the concurrent requests of one key (src/http/auth.ts): outside any request's transaction.
@@ -129,7 +132,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   };
   // Webhook deliveries wait for endpoints on their own schedule; other kinds back off exponentially.
   const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -162,6 +165,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerSessionRoutes(app, services.sessions);
   registerLogRoutes(app, services.logs);
   registerTokenRoutes(app, services.tokens);
+  registerTokenIntentRoutes(app, services.tokenIntents);
   registerDetokenizeRoutes(app, services.detokenize);
   registerWebhookRoutes(app, services.webhooks);
   registerReactorRoutes(app, services.reactors);

@@ -21,7 +21,7 @@ Commands:
   init [--tenant-name NAME] [--json]
                                 create a tenant with a management application and print its key
   rotate-keys                   re-wrap every tenant key under the first key of COFFER_KEYS (or DATA_DIR/keys)
-  quota TENANT_ID NAME VALUE    set one tenant's quota (detokenize_limit) to VALUE, or back
+  quota TENANT_ID NAME VALUE    set one tenant's quota (detokenize_limit, token_intent_ttl_hours) to VALUE, or back
                                 to the process default with VALUE "default"
 
 Settings come from the environment; see docs/configuration.md.`;
@@ -183,7 +183,11 @@ async function setQuota(config: Config, args: string[]): Promise<number> {
   const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
   try {
     if (!(await setTenantSetting(database.db, tenantId.toLowerCase(), name, value))) throw new UsageError(`no tenant ${tenantId}`);
-    const shown = value === null ? `the default (${config.detokenizeLimit}, DETOKENIZE_LIMIT)` : String(value);
+    const defaults: Record<QuotaName, string> = {
+      detokenize_limit: `${config.detokenizeLimit}, DETOKENIZE_LIMIT`,
+      token_intent_ttl_hours: `${config.tokenIntentTtlHours}, TOKEN_INTENT_TTL_HOURS`,
+    };
+    const shown = value === null ? `the default (${defaults[name as QuotaName]})` : String(value);
     process.stdout.write(`${name} of tenant ${tenantId.toLowerCase()} is now ${shown}; running processes apply it within their AUTH_CACHE_SECONDS.\n`);
     return 0;
   } finally {

@@ -28,6 +28,8 @@ export type Config = {
   /** Of those, the most one tenant may have at once. */
   outboundTenantConnections: number;
   detokenizeLimit: number;
+  /** How long a token intent lives, unless its tenant's quota says otherwise. */
+  tokenIntentTtlHours: number;
   jobPollMs: number;
   jobConcurrency: number;
   jobLeaseSeconds: number;
@@ -121,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     // Unset, a quarter of them: one tenant's slow destination leaves three quarters to the others.
     outboundTenantConnections: read.int('OUTBOUND_TENANT_CONNECTIONS', Math.max(1, Math.floor(outboundConnections / 2)), 1, 10_000),
     detokenizeLimit: read.int('DETOKENIZE_LIMIT', 100, 1, 10_000),
+    tokenIntentTtlHours: read.int('TOKEN_INTENT_TTL_HOURS', 24, 1, 48),
     reactorTimeoutMs: read.int('REACTOR_TIMEOUT_MS', 30_000, 100, 300_000),
     reactorAsyncTimeoutMs: read.int('REACTOR_ASYNC_TIMEOUT_MS', 300_000, 100, 3_600_000),
     reactorMemoryMb: read.int('REACTOR_MEMORY_MB', 128, 8, 4096),

@@ -21,6 +21,7 @@ export function startSweeper(
     ['applications', () => services.applications.sweepExpired()],
     ['sessions', () => services.sessions.sweepExpired()],
     ['tokens', () => services.tokens.sweepExpired()],
+    ['token intents', () => services.tokenIntents.sweepExpired()],
     ['idempotency keys', () => sweepIdempotencyKeys(db)],
     ['finished jobs', () => sweepJobs(db, { doneDays: config.jobRetentionDays, deadDays: config.jobDeadRetentionDays })],
     // Delivery records explain dead-lettered deliveries, so they are kept as long as dead jobs.

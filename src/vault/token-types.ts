@@ -68,48 +68,81 @@ function digitsString(value: unknown, pattern: RegExp, what: string, field: stri
   return value;
 }
 
+/**
+ * A card's fields, and the `extra` ones of a type built on it (a network token's cryptogram).
+ * `previous` is the data before a patch (see TokenTypeDefinition.validate).
+ */
+function cardData(data: unknown, field: string, errors: FieldErrorList, previous: unknown, extra: Record<string, (value: unknown, at: string) => void>): unknown {
+  const obj = objectData(data, field, errors);
+  if (!obj) return data;
+  unknownFields(obj, ['number', 'expiration_month', 'expiration_year', 'cvc', ...Object.keys(extra)], field, errors);
+  if (obj.number === undefined) errors.add(`${field}.number`, 'is required');
+  else cardNumber(obj.number, `${field}.number`, errors);
+  const month = obj.expiration_month;
+  const year = obj.expiration_year;
+  const validMonth = Number.isInteger(month) && (month as number) >= 1 && (month as number) <= 12;
+  const validYear = Number.isInteger(year) && (year as number) >= 1000 && (year as number) <= 9999;
+  if (month !== undefined && !validMonth) errors.add(`${field}.expiration_month`, 'must be a whole number from 1 to 12');
+  if (year !== undefined && !validYear) errors.add(`${field}.expiration_year`, 'must be a four-digit year');
+  if ((month === undefined) !== (year === undefined)) {
+    errors.add(`${field}.${month === undefined ? 'expiration_month' : 'expiration_year'}`, 'is required with the other expiration field');
+  }
+  // Only a valid date can be in the past: a two-digit year 30 is one error, not also "expired".
+  // A patch that keeps the expiry (a new cvc, new metadata) is not refused for it: the card
+  // was accepted with it, and only a new expiry has to be a current one.
+  const before = previous !== null && typeof previous === 'object' ? (previous as Record<string, unknown>) : undefined;
+  const kept = before !== undefined && before.expiration_month === month && before.expiration_year === year;
+  if (validMonth && validYear && !kept) {
+    const now = new Date();
+    const y = now.getUTCFullYear();
+    if ((year as number) < y || ((year as number) === y && (month as number) < now.getUTCMonth() + 1)) {
+      errors.add(`${field}.expiration_year`, 'the card has expired (expiration is in the past)');
+    }
+  }
+  if (obj.cvc !== undefined) digitsString(obj.cvc, /^\d{3,4}$/, 'a string of 3 or 4 digits', `${field}.cvc`, errors);
+  for (const [name, check] of Object.entries(extra)) check(obj[name], childPath(field, name));
+  return obj;
+}
+
+const CARD_MASK = {
+  number: '{{ data.number | card_mask: true, true }}',
+  expiration_month: '{{ data.expiration_month }}',
+  expiration_year: '{{ data.expiration_year }}',
+};
+
+function cardViews(data: unknown): Record<string, unknown> {
+  const d = data as { number: string; expiration_month?: number; expiration_year?: number };
+  return { card: cardView(d.number, d.expiration_month, d.expiration_year) };
+}
+
 const card: TokenTypeDefinition = {
   container: PCI,
-  mask: {
-    number: '{{ data.number | card_mask: true, true }}',
-    expiration_month: '{{ data.expiration_month }}',
-    expiration_year: '{{ data.expiration_year }}',
-  },
+  mask: CARD_MASK,
   fingerprint: '{{ data.number }}',
-  validate(data, field, errors, previous) {
-    const obj = objectData(data, field, errors);
-    if (!obj) return data;
-    unknownFields(obj, ['number', 'expiration_month', 'expiration_year', 'cvc'], field, errors);
-    if (obj.number === undefined) errors.add(`${field}.number`, 'is required');
-    else cardNumber(obj.number, `${field}.number`, errors);
-    const month = obj.expiration_month;
-    const year = obj.expiration_year;
-    const validMonth = Number.isInteger(month) && (month as number) >= 1 && (month as number) <= 12;
-    const validYear = Number.isInteger(year) && (year as number) >= 1000 && (year as number) <= 9999;
-    if (month !== undefined && !validMonth) errors.add(`${field}.expiration_month`, 'must be a whole number from 1 to 12');
-    if (year !== undefined && !validYear) errors.add(`${field}.expiration_year`, 'must be a four-digit year');
-    if ((month === undefined) !== (year === undefined)) {
-      errors.add(`${field}.${month === undefined ? 'expiration_month' : 'expiration_year'}`, 'is required with the other expiration field');
-    }
-    // Only a valid date can be in the past: a two-digit year 30 is one error, not also "expired".
-    // A patch that keeps the expiry (a new cvc, new metadata) is not refused for it: the card
-    // was accepted with it, and only a new expiry has to be a current one.
-    const before = previous !== null && typeof previous === 'object' ? (previous as Record<string, unknown>) : undefined;
-    const kept = before !== undefined && before.expiration_month === month && before.expiration_year === year;
-    if (validMonth && validYear && !kept) {
-      const now = new Date();
-      const y = now.getUTCFullYear();
-      if ((year as number) < y || ((year as number) === y && (month as number) < now.getUTCMonth() + 1)) {
-        errors.add(`${field}.expiration_year`, 'the card has expired (expiration is in the past)');
-      }
-    }
-    if (obj.cvc !== undefined) digitsString(obj.cvc, /^\d{3,4}$/, 'a string of 3 or 4 digits', `${field}.cvc`, errors);
-    return obj;
-  },
-  views(data) {
-    const d = data as { number: string; expiration_month?: number; expiration_year?: number };
-    return { card: cardView(d.number, d.expiration_month, d.expiration_year) };
-  },
+  validate: (data, field, errors, previous) => cardData(data, field, errors, previous, {}),
+  views: cardViews,
+};
+
+/**
+ * A network token (a wallet's device PAN, say) with the one-time cryptogram that authenticates
+ * its payment and the ECI that comes with it: a card in every other way. Both are required: a
+ * network token without its cryptogram cannot be charged as one.
+ */
+const networkToken: TokenTypeDefinition = {
+  container: PCI,
+  mask: CARD_MASK,
+  fingerprint: '{{ data.number }}',
+  validate: (data, field, errors, previous) =>
+    cardData(data, field, errors, previous, {
+      cryptogram: (value, at) => {
+        if (value === undefined) errors.add(at, 'is required');
+        else if (typeof value !== 'string' || !/^[A-Za-z0-9+/=_-]{1,64}$/.test(value)) errors.add(at, 'must be a string of 1 to 64 base64 characters');
+      },
+      eci_indicator: (value, at) => {
+        if (value !== undefined && (typeof value !== 'string' || !/^\d{1,2}$/.test(value))) errors.add(at, 'must be a string of 1 or 2 digits');
+      },
+    }),
+  views: cardViews,
 };
 
 const cardNumberType: TokenTypeDefinition = {
@@ -213,6 +246,7 @@ export const TOKEN_TYPES: Record<string, TokenTypeDefinition> = {
   token: generic,
   card,
   card_number: cardNumberType,
+  network_token: networkToken,
   bank,
   us_bank_account_number: usBankAccountNumber,
   us_bank_routing_number: usBankRoutingNumber,

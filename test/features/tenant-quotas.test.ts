@@ -21,7 +21,7 @@ describe('TenantQuotas', () => {
     mock.timers.enable({ apis: ['Date'], now: 0 });
     t.after(() => mock.timers.reset());
     const { db, reads } = gatedSettings();
-    const quotas = new TenantQuotas(db, { detokenize_limit: 100 }, 5_000);
+    const quotas = new TenantQuotas(db, { detokenize_limit: 100, token_intent_ttl_hours: 24 }, 5_000);
     const first = quotas.of('t1');
     reads[0].resolve({ detokenize_limit: 7 });
     assert.equal((await first).detokenize_limit, 7);

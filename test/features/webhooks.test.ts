@@ -9,7 +9,7 @@ import { rememberSecret, startTestServer, type TestServer } from '../helpers/ser
 
 /** /webhooks management: create, read, list, replace, delete, event types; validation and isolation. */
 
-const EVENT_TYPES = ['reactor.invoked', 'reactor.completed', 'reactor.failed', 'token.created', 'token.updated', 'token.deleted', 'token.expired'];
+const EVENT_TYPES = ['reactor.invoked', 'reactor.completed', 'reactor.failed', 'token.created', 'token.updated', 'token.deleted', 'token.expired', 'token-intent.created', 'token-intent.deleted', 'token-intent.converted'];
 const HOOK = { name: 'orders backend', url: 'https://hooks.example.com/coffer', events: ['token.created'] };
 
 describe('webhooks API', () => {

@@ -3,16 +3,19 @@ import { LiveCache } from '../../live-cache.ts';
 import { findTenantSettings } from './store.ts';
 
 /** The quotas a tenant may have set apart from the process defaults, by their setting names. */
-export const QUOTA_NAMES = ['detokenize_limit'] as const;
+export const QUOTA_NAMES = ['detokenize_limit', 'token_intent_ttl_hours'] as const;
 export type QuotaName = (typeof QUOTA_NAMES)[number];
 export type Quotas = Record<QuotaName, number>;
 
 /** The range an operator may set a quota to (the same as its process-wide setting's). */
-export const QUOTA_RANGES: Record<QuotaName, { min: number; max: number }> = { detokenize_limit: { min: 1, max: 10_000 } };
+export const QUOTA_RANGES: Record<QuotaName, { min: number; max: number }> = {
+  detokenize_limit: { min: 1, max: 10_000 },
+  token_intent_ttl_hours: { min: 1, max: 48 },
+};
 
 /**
  * A tenant's quotas: its own where an operator set one (`coffer quota`), the process
- * defaults otherwise. Read on the hot path (every detokenization), so kept for `cacheMs`
+ * defaults otherwise. Read on the hot path (every detokenization, every token intent), so kept for `cacheMs`
  * (src/live-cache.ts: read again in the background while in use): a change takes effect
  * within that.
  */

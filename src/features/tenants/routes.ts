@@ -12,6 +12,7 @@ const TenantSchema = Type.Object({
   owner_id: Type.Optional(Uuid),
   quotas: Type.Object({
     detokenize_limit: Type.Integer({ description: 'Detokenization expressions one request may hold (the Detokenize Limit)' }),
+    token_intent_ttl_hours: Type.Integer({ description: 'Hours a token intent lives before it expires' }),
   }),
   created_at: Timestamp,
   modified_at: Type.Optional(Timestamp),
@@ -25,6 +26,6 @@ export function registerTenantRoutes(app: FastifyInstance, tenants: TenantServic
   }, async (request) => {
     const t = await tenants.getSelf(principalOf(request));
     const q = await quotas.of(t.id);
-    return { id: t.id, name: t.name, owner_id: t.owner_id ?? undefined, quotas: { detokenize_limit: q.detokenize_limit }, created_at: t.created_at.toISOString(), modified_at: iso(t.modified_at) };
+    return { id: t.id, name: t.name, owner_id: t.owner_id ?? undefined, quotas: { detokenize_limit: q.detokenize_limit, token_intent_ttl_hours: q.token_intent_ttl_hours }, created_at: t.created_at.toISOString(), modified_at: iso(t.modified_at) };
   });
 }

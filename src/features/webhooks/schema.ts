@@ -11,6 +11,9 @@ export const WEBHOOK_EVENT_TYPES = [
   'token.updated',
   'token.deleted',
   'token.expired',
+  'token-intent.created',
+  'token-intent.deleted',
+  'token-intent.converted',
 ] as const;
 export const ALL_EVENTS = '*';
 
