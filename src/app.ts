@@ -74,7 +74,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit, token_intent_ttl_hours: config.tokenIntentTtlHours }, config.authCacheSeconds * 1000);
   const tokenIntents = createTokenIntentService({ db, groupCommit, vault, logs, events, quotas, log });
   const tokens = createTokenService({
-    db, groupCommit, vault, logs, events, log,
+    db, groupCommit, vault, logs, events, log, intents: tokenIntents,
     audience: async (tenantId, containers) => [...(await applications.tokenGrantees(tenantId)), ...(await sessions.tokenGranteesIn(tenantId, containers))],
     clientCreates: {
       rate: config.publicTokenCreateRate,

@@ -164,3 +164,115 @@ describe('token intents', () => {
     assertInvalid(await call(server, 'GET', '/token-intents/not-a-uuid', { key: reader }), 'params.id');
   });
 });
+
+describe('converting a token intent to a token', () => {
+  let server: TestServer;
+  let intents: string;
+  /** token:create and token:read (reveal) everywhere, and token:update for the deduplicated merge. */
+  let tokens: { id: string; key: string };
+  const reveal = [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read', 'token:update'] }];
+
+  const intent = async (body: unknown) => {
+    const res = await call(server, 'POST', '/token-intents', { key: intents, body });
+    assert.equal(res.status, 201, res.text);
+    return res.body as { id: string; fingerprint: string };
+  };
+  const convert = (body: unknown, key = tokens.key) => call(server, 'POST', '/tokens', { key, body });
+  const eventsOf = (id: string) =>
+    queryOnce<{ type: string; payload: Record<string, unknown> }>(server.config.databaseUrl!, 'SELECT type, payload FROM events WHERE entity_id = $1 ORDER BY id', [id]);
+
+  before(async () => {
+    server = await startTestServer();
+    intents = (await createApplication(server, { name: 'intents', type: 'private', permissions: ['token-intent:create', 'token-intent:read'] })).key;
+    tokens = await createApplication(server, { name: 'tokens', type: 'private', rules: reveal });
+  });
+  after(() => server.stop());
+
+  it('POST /tokens with token_intent_id makes the token once, without the CVC, and consumes the intent', async () => {
+    const made = await intent({ type: 'card', data: CARD });
+    const res = await convert({ token_intent_id: made.id, metadata: { order: '42' }, containers: ['/pci/low/'] });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.type, 'card');
+    assert.deepEqual(res.body.data, { number: PAN, expiration_month: 12, expiration_year: year }, 'the CVC is dropped');
+    assert.deepEqual(res.body.metadata, { order: '42' });
+    assert.deepEqual(res.body.containers, ['/pci/low/']);
+    assert.equal(res.body.fingerprint, made.fingerprint);
+    assert.equal(res.body._extras, undefined);
+    assert.equal(res.body.created_by, tokens.id);
+
+    assertNotFound(await call(server, 'GET', `/token-intents/${made.id}`, { key: intents }));
+    const again = await convert({ token_intent_id: made.id });
+    assertNotFound(again);
+    assert.ok(again.body.errors['body.token_intent_id'], again.text);
+    const converted = (await eventsOf(made.id)).find((e) => e.type === 'token-intent.converted');
+    assert.deepEqual(converted?.payload, { token_intent: { id: made.id, type: 'card' }, token: { id: res.body.id } });
+  });
+
+  it('type and data come from the intent alone; without an intent both are required', async () => {
+    const made = await intent({ type: 'card', data: CARD });
+    const both = await convert({ token_intent_id: made.id, type: 'card', data: CARD });
+    assertInvalid(both, 'body.type');
+    assertInvalid(both, 'body.data');
+    const neither = await convert({ metadata: { a: 'b' } });
+    assertInvalid(neither, 'body.type');
+    assertInvalid(neither, 'body.data');
+    assertInvalid(await convert({ token_intent_id: 'not-a-uuid' }), 'body.token_intent_id');
+    assert.equal((await call(server, 'GET', `/token-intents/${made.id}`, { key: intents })).status, 200, 'a refused conversion leaves the intent');
+  });
+
+  it('of two conversions at once, one makes the token and the other is a 404', async () => {
+    const made = await intent({ type: 'bank', data: { routing_number: '021000021', account_number: ACCOUNT } });
+    const results = await Promise.all([convert({ token_intent_id: made.id }), convert({ token_intent_id: made.id })]);
+    assert.deepEqual(results.map((r) => r.status).sort(), [201, 404], results.map((r) => r.text).join('\n'));
+    const made201 = results.find((r) => r.status === 201)!;
+    assert.deepEqual(made201.body.data, { routing_number: '021000021', account_number: ACCOUNT });
+    const count = await queryOnce<{ n: number }>(server.config.databaseUrl!, `SELECT count(*)::int AS n FROM tokens WHERE fingerprint = $1`, [made.fingerprint]);
+    assert.equal(count[0].n, 1);
+  });
+
+  it('an expired intent converts to nothing', async () => {
+    const made = await intent({ type: 'card', data: CARD });
+    await queryOnce(server.config.databaseUrl!, `UPDATE token_intents SET expires_at = now() - interval '1 second' WHERE id = $1`, [made.id]);
+    assertNotFound(await convert({ token_intent_id: made.id }));
+  });
+
+  it('with deduplicate_token, the existing token of the same card is merge-patched instead', async () => {
+    const existing = await convert({ type: 'card', data: { number: DEBIT_PAN, expiration_month: 1, expiration_year: year }, deduplicate_token: true, metadata: { kept: 'yes' } });
+    assert.equal(existing.status, 201, existing.text);
+    const made = await intent({ type: 'card', data: { number: DEBIT_PAN, expiration_month: 6, expiration_year: year + 1, cvc: '321' } });
+    const res = await convert({ token_intent_id: made.id, deduplicate_token: true, metadata: { renewed: 'yes' } });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.id, existing.body.id, 'the token found is answered');
+    assert.deepEqual(res.body.data, { number: DEBIT_PAN, expiration_month: 6, expiration_year: year + 1 });
+    assert.deepEqual(res.body.metadata, { kept: 'yes', renewed: 'yes' });
+    assertNotFound(await call(server, 'GET', `/token-intents/${made.id}`, { key: intents }));
+    assert.ok((await eventsOf(existing.body.id)).some((e) => e.type === 'token.updated'));
+  });
+
+  it('a /tokenize leaf with token_intent_id converts with the rest, all or nothing', async () => {
+    const a = await intent({ type: 'card', data: CARD });
+    const res = await call(server, 'POST', '/tokenize', { key: tokens.key, body: { card: { token_intent_id: a.id }, note: { type: 'token', data: 'x' } } });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.card.type, 'card');
+    assert.equal(res.body.card.data.number, PAN);
+    const b = await intent({ type: 'card', data: CARD });
+    const failed = await call(server, 'POST', '/tokenize', { key: tokens.key, body: { card: { token_intent_id: b.id }, bad: { type: 'card', data: { number: '12' } } } });
+    assertInvalid(failed, 'body.bad.data.number');
+    assert.equal((await call(server, 'GET', `/token-intents/${b.id}`, { key: intents })).status, 200, 'the intent is still there when the tokenize fails');
+  });
+
+  it('bt.tokens.create in a reactor converts an intent too', async () => {
+    const made = await intent({ type: 'card', data: CARD });
+    const reactor = await call(server, 'POST', '/reactors', {
+      key: server.key,
+      body: { name: 'convert', code: `module.exports = async ({ bt, args }) => ({ raw: await bt.tokens.create({ token_intent_id: args.intent }) });`, configuration: {}, application: { id: tokens.id } },
+    });
+    assert.equal(reactor.status, 201, reactor.text);
+    const invoker = (await createApplication(server, { name: 'invoker', type: 'private', permissions: ['token:use'] })).key;
+    const res = await call(server, 'POST', `/reactors/${reactor.body.id}/react`, { key: invoker, body: { args: { intent: made.id } } });
+    assert.equal(res.status, 200, res.text);
+    assert.equal(res.body.raw.type, 'card');
+    assert.equal(res.body.raw.created_by, tokens.id);
+    assertNotFound(await call(server, 'GET', `/token-intents/${made.id}`, { key: intents }));
+  });
+});

@@ -9,7 +9,7 @@ export function presentToken(v: TokenView) {
   if (v.withheld) {
     return { id: t.id, type: t.type, tenant_id: t.tenant_id, containers: t.containers, fingerprint, deduplicate_token: t.deduplicate_token, created_at: t.created_at.toISOString() };
   }
-  const views = (t.views ?? {}) as { card?: CardView; bank?: BankView };
+  const views = (t.views ?? {}) as { card?: CardView; bank?: BankView; _extras?: Record<string, unknown> };
   return {
     id: t.id,
     type: t.type,
@@ -25,6 +25,7 @@ export function presentToken(v: TokenView) {
     ...(views.card ? { card: views.card } : {}),
     ...(views.bank ? { bank: views.bank } : {}),
     expires_at: iso(t.expires_at),
+    ...(views._extras ? { _extras: views._extras } : {}),
     created_by: t.created_by ?? undefined,
     created_at: t.created_at.toISOString(),
     modified_by: t.modified_by ?? undefined,

@@ -27,10 +27,12 @@ const tokenFields = {
   expires_at: Nullable(Timestamp),
 };
 
+/** `type` and `data`, or `token_intent_id` in their place (the service requires one or the other). */
 export const CreateTokenBody = Type.Object({
   id: Type.Optional(TokenId),
-  type: Type.Enum(TOKEN_TYPE_NAMES),
-  data: tokenFields.data,
+  type: Type.Optional(Type.Enum(TOKEN_TYPE_NAMES, { description: 'Required unless token_intent_id is given' })),
+  data: Type.Optional(Type.Unknown({ description: 'The secret data; validated per type. Required unless token_intent_id is given' })),
+  token_intent_id: Type.Optional(Uuid),
   containers: Type.Optional(tokenFields.containers),
   metadata: Type.Optional(tokenFields.metadata),
   mask: Type.Optional(tokenFields.mask),
@@ -80,6 +82,8 @@ export const TokenSchema = Type.Object({
   // A routing-number token has no account number, and an account-number token no routing number.
   bank: Type.Optional(Type.Object({ routing_number: Type.Optional(Type.String()), account_number_last4: Type.Optional(Type.String()) })),
   expires_at: Type.Optional(Timestamp),
+  // Shown, never part of the data: not addressable in expressions, proxies or reactors.
+  _extras: Type.Optional(Type.Object({ tsp_details: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { description: 'What a token made from a token intent carried over: tsp_details of a Google Pay token' })),
   created_by: Type.Optional(Uuid),
   created_at: Timestamp,
   modified_by: Type.Optional(Uuid),

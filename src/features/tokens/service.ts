@@ -20,6 +20,7 @@ import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query
 import type { Vault } from '../../vault/tenant-keys.ts';
 import { TOKEN_TYPES } from '../../vault/token-types.ts';
 import type { EventService } from '../events/service.ts';
+import type { TokenIntentService } from '../token-intents/service.ts';
 import type { Actor, AuditEntry, LogService } from '../logs/service.ts';
 import { CreateTokenBody, MAX_METADATA_KEYS } from './schema.ts';
 import {
@@ -53,8 +54,12 @@ export type TokenInput = {
   search_indexes?: string[];
   deduplicate_token?: boolean;
   expires_at?: string | null;
+  /** Set by Coffer, never by a caller: what a token made from a token intent carries over (tsp_details). */
+  extras?: Record<string, unknown>;
 };
-export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata' | 'search_indexes'>> & {
+/** A create request as callers send it: `type` and `data`, or the `token_intent_id` that supplies both. */
+export type TokenRequest = Omit<TokenInput, 'type' | 'data' | 'extras'> & { type?: string; data?: unknown; token_intent_id?: string };
+export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata' | 'search_indexes' | 'extras'>> & {
   metadata?: Record<string, string | null> | null;
   search_indexes?: string[] | null;
 };
@@ -80,6 +85,7 @@ export function createTokenService(deps: {
   vault: Vault;
   logs: LogService;
   events: EventService;
+  intents: TokenIntentService;
   log: Logger;
   /**
    * The tenant's keys that may reach a token in some of `containers` otherwise than in the
@@ -139,6 +145,7 @@ export function createTokenService(deps: {
     const maskSpec = input.mask === undefined ? (previous ? parseMask(previous.mask) : type.mask) : input.mask;
     const fingerprintExpression = input.fingerprint_expression === undefined ? (previous ? previous.fingerprint_expression : type.fingerprint) : input.fingerprint_expression;
     const searchIndexes = input.search_indexes ?? previous?.search_indexes ?? [];
+    const extras = input.extras ?? (previous?.views?._extras as Record<string, unknown> | undefined);
     // One growth budget for the token's mask, fingerprint and search indexes together.
     const scope: Scope = { variables: { data }, hmacKey: await vault.expressionKeys(principal.tenantId), growth: { left: MAX_GROWTH } };
 
@@ -169,7 +176,8 @@ export function createTokenService(deps: {
         search_indexes: searchIndexes,
         search_hashes: [...new Set(hashes)],
         deduplicate_token: input.deduplicate_token ?? previous?.deduplicate_token ?? false,
-        views: type.views ? type.views(data) : null,
+        // Beside the views, as what the API shows but never evaluates: not part of the data.
+        views: extras && Object.keys(extras).length > 0 ? { ...(type.views?.(data) ?? {}), _extras: extras } : (type.views?.(data) ?? null),
         expires_at: input.expires_at === undefined ? (previous?.expires_at ?? null) : expiresAt,
         created_by: previous ? previous.created_by : principal.actorId,
       },
@@ -221,12 +229,39 @@ export function createTokenService(deps: {
   }
 
   /**
+   * A create request as a token: given `type` and `data`, as it is; given `token_intent_id`,
+   * the intent's type and data (a card's CVC dropped: it is for one payment, not to keep), the
+   * intent taken in `tx` so that it converts once, and its conversion recorded there too.
+   */
+  async function createFrom(principal: Principal, request: TokenRequest, at: string, tx?: Tx): Promise<TokenView> {
+    const { token_intent_id: intentId, ...rest } = request;
+    const errors = new FieldErrorList();
+    if (intentId === undefined) {
+      if (rest.type === undefined) errors.add(`${at}.type`, 'is required (or token_intent_id)');
+      if (rest.data === undefined) errors.add(`${at}.data`, 'is required (or token_intent_id)');
+      errors.throwIfAny();
+      return createIn(principal, rest as TokenInput, at, tx);
+    }
+    for (const field of ['type', 'data'] as const) {
+      if (rest[field] !== undefined) errors.add(`${at}.${field}`, 'must not be given with token_intent_id: the token takes its type and data from the intent');
+    }
+    errors.throwIfAny();
+    const convert = async (t: Tx) => {
+      const { row, data } = await deps.intents.take(principal, intentId, `${at}.token_intent_id`, t);
+      const made = await createIn(principal, { ...rest, type: row.type, data: withoutCvc(data), extras: row.extras }, at, t, true);
+      await deps.intents.converted(principal, row, made.row.id, t);
+      return made;
+    };
+    return tx ? convert(tx) : db.transaction(convert);
+  }
+
+  /**
    * One token: the checks, then its row, its audit entry and token.created as one write. A
    * create that reads first (deduplication, a caller-chosen id) runs in `tx`, as does each
    * token of a tokenize; without `tx` the write is group-committed with other requests'
    * (src/db/group-commit.ts), or joins the ambient transaction.
    */
-  async function createIn(principal: Principal, input: TokenInput, at: string, tx?: Tx): Promise<TokenView> {
+  async function createIn(principal: Principal, input: TokenInput, at: string, tx?: Tx, fromIntent = false): Promise<TokenView> {
     const inTx = (): Tx => {
       if (!tx) throw new Error('a create that reads first needs a transaction');
       return tx;
@@ -262,6 +297,9 @@ export function createTokenService(deps: {
         if (input.id !== undefined && existing.id !== input.id) {
           throw ApiError.conflict(`A token with the same fingerprint already exists, with id "${existing.id}"; deduplicate_token returns it only to a create that names that id or none.`);
         }
+        // A token intent brings what the token should now hold (a new expiry, a wallet's
+        // cryptogram): it is merged into the token found, as an update by the caller.
+        if (fromIntent) return updateIn(principal, existing.id, { data: input.data, metadata: input.metadata, expires_at: input.expires_at, extras: input.extras }, inTx());
         return deduplicated(principal, existing, createTransform, inTx());
       }
     }
@@ -330,6 +368,64 @@ export function createTokenService(deps: {
           `and more than this API key itself reads of it: only a key that reads the data so may make such a move.`,
       );
     }
+  }
+
+  async function updateIn(principal: Principal, id: string, patch: TokenPatch & { extras?: Record<string, unknown> }, tx: Tx): Promise<TokenView> {
+    const current = await findToken(db, principal.tenantId, id, tx, true);
+    if (!current) throw ApiError.notFound('token');
+    const access = permitted(principal, 'token:update', current);
+    // Merge patch all the way down (RFC 7386): an object mask merges into the mask (null
+    // removes a member); anything else replaces it. Null search_indexes removes them.
+    const mask = patch.mask === undefined ? undefined : applyMergePatch(parseMask(current.mask), patch.mask);
+    const changes: TokenPatch = { ...patch, mask, search_indexes: patch.search_indexes === null ? [] : patch.search_indexes };
+    // Masks, fingerprints and search values are computed from the plaintext, so whoever
+    // redefines them can read it back (a mask of `{{ data }}`, or a digit at a time through
+    // fingerprints or search): changing them takes reveal on the token, not just update.
+    if (access !== 'reveal' && redefinesExpressions(changes, current)) {
+      throw ApiError.forbidden(`Changing the mask, fingerprint_expression or search_indexes of token ${id} needs token:update with the reveal transform.`);
+    }
+    // Each container guards the token: a key that holds token:update on one of them only
+    // may change its metadata, not rewrite the data the others' keys rely on.
+    if (changes.data !== undefined) {
+      const denied = unreachable(principal, 'token:update', id, current.containers);
+      if (denied.length) throw ApiError.forbidden(`Rewriting the data of token ${id} needs token:update on every container it is in; the API key lacks it on ${denied.join(', ')}.`);
+    }
+    if (changes.containers) {
+      checkContainers(changes.containers, 'body.containers');
+      checkMove(principal, current, changes.containers);
+      await checkAudience(principal, current, changes.containers);
+    }
+    const transform = permitted(principal, 'token:update', { id, containers: changes.containers ?? current.containers });
+    // An expiry deletes the token: bringing it forward (or setting one) is a deletion put off.
+    if (bringsExpiryForward(changes.expires_at, current.expires_at)) {
+      const scopes = changes.containers ? [current, { id, containers: changes.containers }] : [current];
+      if (scopes.some((scope) => !accessTo(principal, 'token:delete', scope))) {
+        throw ApiError.forbidden(`Setting or bringing forward the expiry of token ${id} needs token:delete on it: the token is deleted when it expires.`);
+      }
+    }
+    const secret = await open(current);
+    const data = changes.data === undefined ? secret.data : applyMergePatch(secret.data, changes.data);
+    const metadata = changes.metadata === undefined ? current.metadata : (applyMergePatch(current.metadata, changes.metadata ?? {}) as Record<string, string>);
+    const input: TokenInput = {
+      type: current.type,
+      data,
+      containers: changes.containers,
+      metadata: changes.metadata === null ? {} : metadata,
+      mask: changes.mask,
+      fingerprint_expression: changes.fingerprint_expression,
+      search_indexes: changes.search_indexes ?? undefined,
+      deduplicate_token: changes.deduplicate_token,
+      expires_at: changes.expires_at,
+    };
+    const prepared = await prepare(principal, input, 'body', current, secret.data);
+    const updated = await updateToken(db, principal.tenantId, { ...prepared.row, modified_by: principal.actorId }, tx);
+    if (!updated) throw ApiError.notFound('token');
+    await logs.record(principal, { entityType: 'token', entityId: id, operation: 'update', message: 'Token updated' }, tx);
+    await events.emit(principal.tenantId, 'token.updated', id, eventPayload(updated), tx);
+    const shown = await view(principal, updated, transform, prepared.secret);
+    // The merged data holds more than the patch sent.
+    if (shown.data !== undefined) noteShownData({ tokenId: id, access: [{ permission: 'token:update', transform }] });
+    return shown;
   }
 
   async function listFilter(principal: Principal, q: ListQuery): Promise<TokenFilter> {
@@ -407,10 +503,10 @@ export function createTokenService(deps: {
 
   return {
     /** `origin`: where an API request came from (none for reactor code), for admitCreate. */
-    create(principal: Principal, input: TokenInput, origin?: Origin): Promise<TokenView> {
+    create(principal: Principal, input: TokenRequest, origin?: Origin): Promise<TokenView> {
       admitCreate(principal, origin, 1);
       const readsFirst = input.id !== undefined || input.deduplicate_token === true;
-      return readsFirst ? db.transaction((tx) => createIn(principal, input, 'body', tx)) : createIn(principal, input, 'body');
+      return readsFirst ? db.transaction((tx) => createFrom(principal, input, 'body', tx)) : createFrom(principal, input, 'body');
     },
 
     /** Every leaf of the body that looks like a token request becomes a token; all or nothing. */
@@ -422,7 +518,7 @@ export function createTokenService(deps: {
       admitCreate(principal, origin, count);
       return db.transaction(async (tx) => {
         const walk = async (node: unknown, at: string): Promise<unknown> => {
-          if (isTokenRequest(node)) return present(await createIn(principal, validTokenRequest(node, at), at, tx));
+          if (isTokenRequest(node)) return present(await createFrom(principal, validTokenRequest(node, at), at, tx));
           if (Array.isArray(node)) {
             const out = [];
             for (const [i, item] of node.entries()) out.push(await walk(item, childPath(at, i)));
@@ -471,64 +567,8 @@ export function createTokenService(deps: {
       return cursorList(principal, filter, { start: body.start, size: body.size, startField: 'body.start', permission: 'token:search' }, searchCondition(hashed));
     },
 
-    async update(principal: Principal, id: string, patch: TokenPatch): Promise<TokenView> {
-      return db.transaction(async (tx) => {
-        const current = await findToken(db, principal.tenantId, id, tx, true);
-        if (!current) throw ApiError.notFound('token');
-        const access = permitted(principal, 'token:update', current);
-        // Merge patch all the way down (RFC 7386): an object mask merges into the mask (null
-        // removes a member); anything else replaces it. Null search_indexes removes them.
-        const mask = patch.mask === undefined ? undefined : applyMergePatch(parseMask(current.mask), patch.mask);
-        const changes: TokenPatch = { ...patch, mask, search_indexes: patch.search_indexes === null ? [] : patch.search_indexes };
-        // Masks, fingerprints and search values are computed from the plaintext, so whoever
-        // redefines them can read it back (a mask of `{{ data }}`, or a digit at a time through
-        // fingerprints or search): changing them takes reveal on the token, not just update.
-        if (access !== 'reveal' && redefinesExpressions(changes, current)) {
-          throw ApiError.forbidden(`Changing the mask, fingerprint_expression or search_indexes of token ${id} needs token:update with the reveal transform.`);
-        }
-        // Each container guards the token: a key that holds token:update on one of them only
-        // may change its metadata, not rewrite the data the others' keys rely on.
-        if (changes.data !== undefined) {
-          const denied = unreachable(principal, 'token:update', id, current.containers);
-          if (denied.length) throw ApiError.forbidden(`Rewriting the data of token ${id} needs token:update on every container it is in; the API key lacks it on ${denied.join(', ')}.`);
-        }
-        if (changes.containers) {
-          checkContainers(changes.containers, 'body.containers');
-          checkMove(principal, current, changes.containers);
-          await checkAudience(principal, current, changes.containers);
-        }
-        const transform = permitted(principal, 'token:update', { id, containers: changes.containers ?? current.containers });
-        // An expiry deletes the token: bringing it forward (or setting one) is a deletion put off.
-        if (bringsExpiryForward(changes.expires_at, current.expires_at)) {
-          const scopes = changes.containers ? [current, { id, containers: changes.containers }] : [current];
-          if (scopes.some((scope) => !accessTo(principal, 'token:delete', scope))) {
-            throw ApiError.forbidden(`Setting or bringing forward the expiry of token ${id} needs token:delete on it: the token is deleted when it expires.`);
-          }
-        }
-        const secret = await open(current);
-        const data = changes.data === undefined ? secret.data : applyMergePatch(secret.data, changes.data);
-        const metadata = changes.metadata === undefined ? current.metadata : (applyMergePatch(current.metadata, changes.metadata ?? {}) as Record<string, string>);
-        const input: TokenInput = {
-          type: current.type,
-          data,
-          containers: changes.containers,
-          metadata: changes.metadata === null ? {} : metadata,
-          mask: changes.mask,
-          fingerprint_expression: changes.fingerprint_expression,
-          search_indexes: changes.search_indexes ?? undefined,
-          deduplicate_token: changes.deduplicate_token,
-          expires_at: changes.expires_at,
-        };
-        const prepared = await prepare(principal, input, 'body', current, secret.data);
-        const updated = await updateToken(db, principal.tenantId, { ...prepared.row, modified_by: principal.actorId }, tx);
-        if (!updated) throw ApiError.notFound('token');
-        await logs.record(principal, { entityType: 'token', entityId: id, operation: 'update', message: 'Token updated' }, tx);
-        await events.emit(principal.tenantId, 'token.updated', id, eventPayload(updated), tx);
-        const shown = await view(principal, updated, transform, prepared.secret);
-        // The merged data holds more than the patch sent.
-        if (shown.data !== undefined) noteShownData({ tokenId: id, access: [{ permission: 'token:update', transform }] });
-        return shown;
-      });
+    update(principal: Principal, id: string, patch: TokenPatch): Promise<TokenView> {
+      return db.transaction((tx) => updateIn(principal, id, patch, tx));
     },
 
     /**
@@ -629,7 +669,7 @@ function clientHeld(principal: Principal): boolean {
 /** Expired tokens deleted per transaction, and transactions per sweep (50,000 tokens). */
 const SWEEP = { batchSize: 1000, batches: 50 };
 
-export const validTokenRequest = compileValidator<TokenInput>(CreateTokenBody);
+export const validTokenRequest = compileValidator<TokenRequest>(CreateTokenBody);
 
 const CONTAINER_MESSAGE = 'must be a path of lowercase segments that starts and ends with "/", e.g. /pci/high/';
 
@@ -654,7 +694,15 @@ function isTokenRequest(node: unknown): boolean {
   if (node === null || typeof node !== 'object' || Array.isArray(node)) return false;
   const o = node as Record<string, unknown>;
   // Own keys only: `{"type": "toString"}` names no token type, it is data to pass through.
-  return typeof o.type === 'string' && Object.hasOwn(TOKEN_TYPES, o.type) && Object.hasOwn(o, 'data');
+  if (typeof o.type === 'string' && Object.hasOwn(TOKEN_TYPES, o.type) && Object.hasOwn(o, 'data')) return true;
+  return Object.hasOwn(o, 'token_intent_id') && typeof o.token_intent_id === 'string';
+}
+
+/** A card's (or network token's) data without its CVC, which is for one payment and never kept from an intent. */
+function withoutCvc(data: unknown): unknown {
+  if (data === null || typeof data !== 'object' || !('cvc' in data)) return data;
+  const { cvc: _dropped, ...rest } = data as Record<string, unknown>;
+  return rest;
 }
 
 /**
