@@ -10,6 +10,7 @@ import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { QUOTA_NAMES, QUOTA_RANGES, type QuotaName } from './features/tenants/quotas.ts';
 import { setTenantSetting } from './features/tenants/store.ts';
+import { generateRecipientKeyPair, recipientPublicKey } from './features/google-pay/keys.ts';
 import { pino } from 'pino';
 
 const USAGE = `Usage: coffer <command> [options]
@@ -23,6 +24,9 @@ Commands:
   rotate-keys                   re-wrap every tenant key under the first key of COFFER_KEYS (or DATA_DIR/keys)
   quota TENANT_ID NAME VALUE    set one tenant's quota (detokenize_limit, token_intent_ttl_hours) to VALUE, or back
                                 to the process default with VALUE "default"
+  google-pay keygen [--json]    print a new Google Pay key pair: the private key for
+                                GOOGLE_PAY_PRIVATE_KEYS, the public key to register with Google
+  google-pay public-keys        print the public key of each key in GOOGLE_PAY_PRIVATE_KEYS
 
 Settings come from the environment; see docs/configuration.md.`;
 
@@ -43,6 +47,8 @@ async function main(argv: string[]): Promise<number> {
       return rotateKeys(config());
     case 'quota':
       return setQuota(config(), rest);
+    case 'google-pay':
+      return googlePay(rest, config);
     case undefined:
     case 'help':
     case '--help':
@@ -193,6 +199,36 @@ async function setQuota(config: Config, args: string[]): Promise<number> {
   } finally {
     await database.close();
   }
+}
+
+/** `google-pay keygen` makes a key pair (no settings needed); `google-pay public-keys` shows the configured keys' public halves. */
+function googlePay(args: string[], config: () => Config): number {
+  const [sub, ...rest] = args;
+  if (sub === 'keygen') {
+    const { values } = parseArgs({ args: rest, options: { json: { type: 'boolean' } }, strict: true });
+    const pair = generateRecipientKeyPair();
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify({ private_key: pair.privateKey, public_key: pair.publicKey, public_key_spki: pair.publicKeySpki })}\n`);
+    } else {
+      process.stdout.write(
+        'A new Google Pay recipient key pair (P-256).\n\n' +
+          'Private key (PKCS#8, base64): add it to GOOGLE_PAY_PRIVATE_KEYS and keep it secret; it is shown only now.\n\n' +
+          `  ${pair.privateKey}\n\n` +
+          'Public key (uncompressed point, base64): register it with Google for your gateway, as the console asks.\n\n' +
+          `  ${pair.publicKey}\n\n` +
+          `The same public key as X.509 SubjectPublicKeyInfo, for tools that want that form:\n\n  ${pair.publicKeySpki}\n`,
+      );
+    }
+    return 0;
+  }
+  if (sub === 'public-keys') {
+    noOptions(rest);
+    const keys = config().googlePay.privateKeys;
+    if (keys.length === 0) throw new UsageError('GOOGLE_PAY_PRIVATE_KEYS is not set: there are no Google Pay keys (`coffer google-pay keygen` makes one)');
+    process.stdout.write(keys.map((key, i) => `${i + 1}. ${recipientPublicKey(key)}\n`).join(''));
+    return 0;
+  }
+  throw new UsageError(sub === undefined ? 'google-pay takes keygen or public-keys' : `unknown google-pay command "${sub}" (commands: keygen, public-keys)`);
 }
 
 class UsageError extends Error {}

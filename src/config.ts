@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_EMBEDDED_POSTGRES_DIR } from './db/embedded/location.ts';
+import { type GooglePaySettings, readGooglePaySettings } from './features/google-pay/settings.ts';
 import { type CorsOrigins, parseOrigin } from './http/cors.ts';
 import { allowlistProblems } from './outbound/policy.ts';
 import { LocalKeyring, parseKeys } from './vault/keyring.ts';
@@ -80,6 +81,8 @@ export type Config = {
   shutdownGraceSeconds: number;
   /** Origins whose browser pages may call Coffer: `*` any, a list (normalised), empty: CORS off. */
   corsOrigins: CorsOrigins;
+  /** The GOOGLE_PAY_* settings: Coffer's private keys, where Google's root keys come from, the gateway id, test mode. */
+  googlePay: GooglePaySettings;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -160,6 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort: read.optionalInt('METRICS_PORT', 0, 65535),
     shutdownGraceSeconds: read.int('SHUTDOWN_GRACE_SECONDS', 20, 0, 600),
     corsOrigins: read.origins('CORS_ORIGINS'),
+    googlePay: readGooglePaySettings((name) => read.optional(name), problems),
   };
   // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
   config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);

@@ -1,0 +1,59 @@
+import type { OutboundClient } from '../../outbound/client.ts';
+import { decryptEcv2, noRecipientKey } from './ecv2.ts';
+import { GooglePayError, TOKEN_FIELD } from './errors.ts';
+import type { GooglePayPayment } from './payload.ts';
+import { fileRootKeyLoader, RootKeySource, urlRootKeyLoader, withoutQuery } from './root-keys.ts';
+import type { GooglePaySettings } from './settings.ts';
+import { decodeTestToken, TEST_PROTOCOL_VERSION } from './test-mode.ts';
+import { ecv2Parts, tokenObject } from './token.ts';
+
+/**
+ * What a Google Pay route calls: one object per process, built from the settings, that turns a
+ * `google_payment_method_token` into a payment — a real ECv2 token, or a test-mode one when
+ * test mode is on. The caller then checks the merchant (assertGatewayMerchant) and stores it.
+ */
+export type GooglePayDecryptor = {
+  /** The payment in `token` (an object or its JSON text); every failure is a GooglePayError (googlePayApiError maps it to a problem). */
+  decrypt(token: unknown, now?: number): Promise<GooglePayPayment>;
+  /** `gateway:<GOOGLE_PAY_GATEWAY_ID>`. */
+  readonly recipientId: string;
+  readonly rootKeys: RootKeySource;
+};
+
+export type GooglePayDecryptorDeps = {
+  settings: GooglePaySettings;
+  /** The guarded outbound client: Google's keys.json is fetched through it. */
+  outbound: Pick<OutboundClient, 'request'>;
+  /** Milliseconds since the epoch; default Date.now. */
+  clock?: () => number;
+};
+
+export function createGooglePayDecryptor(deps: GooglePayDecryptorDeps): GooglePayDecryptor {
+  const { settings } = deps;
+  const clock = deps.clock ?? Date.now;
+  const location = settings.rootKeys;
+  const rootKeys = new RootKeySource(
+    location.kind === 'file'
+      ? { load: fileRootKeyLoader(location.path), source: location.path }
+      : { load: urlRootKeyLoader(deps.outbound, location.url), source: withoutQuery(location.url) },
+  );
+
+  return {
+    recipientId: settings.recipientId,
+    rootKeys,
+    async decrypt(token, now = clock()) {
+      const value = tokenObject(token, TOKEN_FIELD);
+      if (value.protocolVersion === TEST_PROTOCOL_VERSION) {
+        if (!settings.testMode) {
+          throw new GooglePayError('test_mode_disabled', `test-mode tokens (protocolVersion ${TEST_PROTOCOL_VERSION}) are not accepted here: test mode is off`, `${TOKEN_FIELD}.protocolVersion`);
+        }
+        return decodeTestToken(value, now);
+      }
+      // The shape first: a malformed token is the caller's to fix, whatever the state of the keys.
+      ecv2Parts(value, TOKEN_FIELD);
+      // Before fetching root keys that could not help.
+      if (settings.privateKeys.length === 0) throw noRecipientKey();
+      return decryptEcv2(value, { rootKeys: await rootKeys.get(now), privateKeys: settings.privateKeys, recipientId: settings.recipientId, now });
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { createDecipheriv, createHmac, diffieHellman, hkdfSync, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { childPath } from '../../http/field-path.ts';
+import { GooglePayError, TOKEN_FIELD } from './errors.ts';
+import { type GooglePayPayment, parsePayload } from './payload.ts';
+import { lengthValue, verifiesUnder } from './primitives.ts';
+import { type RootKey, usableRootKeys } from './root-keys.ts';
+import { ECV2, ecv2Parts, intermediateKey, type SealedMessage, sealedMessage, tokenObject } from './token.ts';
+
+/**
+ * Google Pay ECv2 for a recipient, in the 8 steps of PAYMENTS-FACTS §2 (after Tink's
+ * PaymentMethodTokenRecipient): check the shape, verify the intermediate signing key under a
+ * root key, check its expiry, verify the message under it for our recipient id, derive the keys
+ * from the ephemeral key, check the tag, decrypt, check the message's expiry.
+ */
+
+const SENDER_ID = 'Google';
+/** HKDF's info for ECv2, as for ECv1. */
+const HKDF_INFO = 'Google';
+const ZERO_IV = Buffer.alloc(16);
+
+export type DecryptOptions = {
+  /** Google's root signing keys (RootKeySource.get); expired and non-ECv2 ones are ignored here too. */
+  rootKeys: readonly RootKey[];
+  /** The recipient's P-256 private keys; each is tried, so a rotated-out key still opens tokens sealed for it. */
+  privateKeys: readonly KeyObject[];
+  /** `gateway:<gateway id>` for a gateway (Coffer: `gateway:coffer`), `merchant:<id>` for a merchant. */
+  recipientId: string;
+  /** Milliseconds since the epoch, against which every expiry is checked. */
+  now: number;
+  /** Where the token is in the request, for the errors' field paths; default google_payment_method_token. */
+  field?: string;
+};
+
+/**
+ * An ECv2 token (an object, or its JSON text) verified and decrypted into a payment. Every
+ * failure is a GooglePayError with a specific code; nothing of the plaintext is ever in one.
+ */
+export function decryptEcv2(token: unknown, options: DecryptOptions): GooglePayPayment {
+  const { now, recipientId } = options;
+  const field = options.field ?? TOKEN_FIELD;
+  // Step 1: the shape.
+  const parts = ecv2Parts(tokenObject(token, field), field);
+  const intermediateField = childPath(field, 'intermediateSigningKey');
+  const messageField = childPath(field, 'signedMessage');
+
+  // Steps 2 and 3: one of the signatures, by one of the usable root keys, over the signed key.
+  const roots = usableRootKeys(options.rootKeys, now);
+  if (roots.length === 0) throw new GooglePayError('no_valid_root_key', 'no Google root signing key for ECv2 is valid now');
+  const signedKeyBytes = lengthValue(SENDER_ID, ECV2, parts.signedKey);
+  const rootSigned = roots.some((root) => parts.signatures.some((signature) => verifiesUnder(root.key, signedKeyBytes, signature)));
+  if (!rootSigned) {
+    throw new GooglePayError('bad_intermediate_signature', "no entry of intermediateSigningKey.signatures verifies under Google's root signing keys", childPath(intermediateField, 'signatures'));
+  }
+
+  // Step 4: the intermediate key, not expired.
+  const intermediate = intermediateKey(parts.signedKey, now, childPath(intermediateField, 'signedKey'));
+
+  // Step 5: the message signature, for this recipient.
+  if (!verifiesUnder(intermediate, lengthValue(SENDER_ID, recipientId, ECV2, parts.signedMessage), parts.signature)) {
+    throw new GooglePayError('bad_message_signature', `signature does not verify under the intermediate signing key for recipient ${recipientId}`, childPath(field, 'signature'));
+  }
+
+  // Steps 6 and 7: the keys from ECDH with the ephemeral key, the tag, then the plaintext.
+  if (options.privateKeys.length === 0) throw noRecipientKey();
+  const sealed = sealedMessage(parts.signedMessage, messageField);
+  const plaintext = openWithAny(sealed, options.privateKeys);
+  if (plaintext === undefined) {
+    throw new GooglePayError('tag_mismatch', "signedMessage's tag does not match its encryptedMessage under Coffer's private keys: the token was sealed for another public key, or altered", messageField);
+  }
+
+  // Step 8: the payment, not expired.
+  return parsePayload(plaintext, now, messageField);
+}
+
+export function noRecipientKey(): GooglePayError {
+  return new GooglePayError('no_recipient_key', 'Coffer has no Google Pay private key (GOOGLE_PAY_PRIVATE_KEYS), so it can read only test-mode tokens');
+}
+
+/** The plaintext, opened by the first private key under which the tag matches; undefined if none does. */
+function openWithAny(sealed: SealedMessage, privateKeys: readonly KeyObject[]): Buffer | undefined {
+  for (const privateKey of privateKeys) {
+    let shared: Buffer;
+    try {
+      shared = diffieHellman({ privateKey, publicKey: sealed.ephemeralKey });
+    } catch {
+      continue;
+    }
+    const derived = Buffer.from(hkdfSync('sha256', Buffer.concat([sealed.ephemeralPublicKey, shared]), Buffer.alloc(0), HKDF_INFO, 64));
+    const expected = createHmac('sha256', derived.subarray(32)).update(sealed.encryptedMessage).digest();
+    if (!timingSafeEqual(expected, sealed.tag)) continue;
+    const decipher = createDecipheriv('aes-256-ctr', derived.subarray(0, 32), ZERO_IV);
+    return Buffer.concat([decipher.update(sealed.encryptedMessage), decipher.final()]);
+  }
+  return undefined;
+}
