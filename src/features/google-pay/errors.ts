@@ -51,11 +51,12 @@ export class GooglePayError extends Error {
 const UNAVAILABLE: ReadonlySet<GooglePayErrorCode> = new Set(['no_valid_root_key', 'root_keys_unavailable']);
 
 /**
- * The problem a route answers with: 400 naming the field for what is wrong with the token,
+ * The problem a route answers with: 400 naming the field (under `at`, the request part that
+ * holds the token) for what is wrong with the token,
  * 422 when Coffer has no private key to read real tokens with, 503 with Retry-After when
  * Google's root keys cannot be had. The code leads the message so a client can tell the cases apart.
  */
-export function googlePayApiError(err: GooglePayError): ApiError {
+export function googlePayApiError(err: GooglePayError, at = 'body'): ApiError {
   const detail = `${err.code}: ${err.message}`;
   if (UNAVAILABLE.has(err.code)) {
     const unavailable = new ApiError(503, detail);
@@ -63,5 +64,5 @@ export function googlePayApiError(err: GooglePayError): ApiError {
     return unavailable;
   }
   if (err.code === 'no_recipient_key') return ApiError.unprocessable(detail);
-  return ApiError.field(err.field ?? TOKEN_FIELD, detail);
+  return ApiError.field(`${at}.${err.field ?? TOKEN_FIELD}`, detail);
 }

@@ -130,6 +130,6 @@ describe('the decryptor a route uses', () => {
     const problem = googlePayApiError(err);
     assert.equal(problem.status, 400);
     assert.match(problem.detail, /^unsupported_protocol: /);
-    assert.deepEqual(Object.keys(problem.errors!), [`${T}.protocolVersion`]);
+    assert.deepEqual(Object.keys(problem.errors!), [`body.${T}.protocolVersion`]);
   });
 });
