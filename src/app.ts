@@ -24,6 +24,9 @@ import { registerSessionRoutes } from './features/sessions/routes.ts';
 import { TenantQuotas } from './features/tenants/quotas.ts';
 import { createTenantService } from './features/tenants/service.ts';
 import { createEventService } from './features/events/service.ts';
+import { createGooglePayDecryptor } from './google-pay/index.ts';
+import { createGooglePayService } from './features/google-pay/service.ts';
+import { registerGooglePayRoutes } from './features/google-pay/routes.ts';
 import { createTokenIntentService } from './features/token-intents/service.ts';
 import { registerTokenIntentRoutes } from './features/token-intents/routes.ts';
 import { createTokenService } from './features/tokens/service.ts';
@@ -73,6 +76,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const tenants = createTenantService({ db, logs, applications });
   const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit, token_intent_ttl_hours: config.tokenIntentTtlHours }, config.authCacheSeconds * 1000);
   const tokenIntents = createTokenIntentService({ db, groupCommit, vault, logs, events, quotas, log });
+  const googlePay = createGooglePayService({ decryptor: createGooglePayDecryptor({ settings: config.googlePay, outbound }), intents: tokenIntents });
   const tokens = createTokenService({
     db, groupCommit, vault, logs, events, log, intents: tokenIntents,
     audience: async (tenantId, containers) => [...(await applications.tokenGrantees(tenantId)), ...(await sessions.tokenGranteesIn(tenantId, containers))],
@@ -132,7 +136,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   };
   // Webhook deliveries wait for endpoints on their own schedule; other kinds back off exponentially.
   const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -166,6 +170,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerLogRoutes(app, services.logs);
   registerTokenRoutes(app, services.tokens);
   registerTokenIntentRoutes(app, services.tokenIntents);
+  registerGooglePayRoutes(app, services.googlePay);
   registerDetokenizeRoutes(app, services.detokenize);
   registerWebhookRoutes(app, services.webhooks);
   registerReactorRoutes(app, services.reactors);

@@ -10,7 +10,7 @@ import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { QUOTA_NAMES, QUOTA_RANGES, type QuotaName } from './features/tenants/quotas.ts';
 import { setTenantSetting } from './features/tenants/store.ts';
-import { generateRecipientKeyPair, recipientPublicKey } from './features/google-pay/keys.ts';
+import { generateRecipientKeyPair, recipientPublicKey } from './google-pay/keys.ts';
 import { pino } from 'pino';
 
 const USAGE = `Usage: coffer <command> [options]

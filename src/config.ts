@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_EMBEDDED_POSTGRES_DIR } from './db/embedded/location.ts';
-import { type GooglePaySettings, readGooglePaySettings } from './features/google-pay/settings.ts';
+import { type GooglePaySettings, readGooglePaySettings } from './google-pay/settings.ts';
 import { type CorsOrigins, parseOrigin } from './http/cors.ts';
 import { allowlistProblems } from './outbound/policy.ts';
 import { LocalKeyring, parseKeys } from './vault/keyring.ts';

@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileRootKeyLoader, parseRootKeys, RootKeySource, urlRootKeyLoader } from '../../../src/features/google-pay/index.ts';
-import { OutboundClient } from '../../../src/outbound/client.ts';
-import { p256KeyPair, rootKeysJson } from '../../helpers/google-pay-seal.ts';
-import { startServer } from '../../outbound/helpers.ts';
+import { fileRootKeyLoader, parseRootKeys, RootKeySource, urlRootKeyLoader } from '../../src/google-pay/index.ts';
+import { OutboundClient } from '../../src/outbound/client.ts';
+import { p256KeyPair, rootKeysJson } from '../helpers/google-pay-seal.ts';
+import { startServer } from '../outbound/helpers.ts';
 import { rejectsGooglePay } from './helpers.ts';
 
 /** Google's root signing keys: keys.json parsed and filtered, fetched through the guarded client, cached until they expire. */

@@ -1,5 +1,5 @@
 import { createDecipheriv, createHmac, diffieHellman, hkdfSync, type KeyObject, timingSafeEqual } from 'node:crypto';
-import { childPath } from '../../http/field-path.ts';
+import { childPath } from '../http/field-path.ts';
 import { GooglePayError, TOKEN_FIELD } from './errors.ts';
 import { type GooglePayPayment, parsePayload } from './payload.ts';
 import { lengthValue, verifiesUnder } from './primitives.ts';

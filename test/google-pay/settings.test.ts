@@ -4,11 +4,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ConfigError, loadConfig } from '../../../src/config.ts';
-import { decryptEcv2, generateRecipientKeyPair, GOOGLE_ROOT_KEYS_URLS, parsePrivateKeys, recipientPublicKey } from '../../../src/features/google-pay/index.ts';
-import { runCli } from '../../helpers/cli.ts';
-import { googlePayWorld, p256KeyPair, paymentPayload, pkcs8Base64, rootKeysJson, sealEcv2 } from '../../helpers/google-pay-seal.ts';
-import { rememberSecret } from '../../helpers/server.ts';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { decryptEcv2, generateRecipientKeyPair, GOOGLE_ROOT_KEYS_URLS, parsePrivateKeys, recipientPublicKey } from '../../src/google-pay/index.ts';
+import { runCli } from '../helpers/cli.ts';
+import { googlePayWorld, p256KeyPair, paymentPayload, pkcs8Base64, rootKeysJson, sealEcv2 } from '../helpers/google-pay-seal.ts';
+import { rememberSecret } from '../helpers/server.ts';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-gpay-settings-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));

@@ -1,4 +1,4 @@
-import type { OutboundClient } from '../../outbound/client.ts';
+import type { OutboundClient } from '../outbound/client.ts';
 import { decryptEcv2, noRecipientKey } from './ecv2.ts';
 import { GooglePayError, TOKEN_FIELD } from './errors.ts';
 import type { GooglePayPayment } from './payload.ts';

@@ -1,5 +1,5 @@
 import type { KeyObject } from 'node:crypto';
-import { childPath } from '../../http/field-path.ts';
+import { childPath } from '../http/field-path.ts';
 import { GooglePayError } from './errors.ts';
 import {
   base64Field, exactKeys, isPlainObject, isoTime, millis, p256FromPoint, p256FromSpki, parseJsonField, strictBase64, stringField,

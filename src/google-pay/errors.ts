@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/errors.ts';
+import { ApiError } from '../http/errors.ts';
 
 /**
  * Why a Google Pay payment token was not turned into a payment. Messages are safe to show the

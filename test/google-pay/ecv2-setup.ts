@@ -1,6 +1,6 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { decryptEcv2, type DecryptOptions, type GooglePayError, type RootKey } from '../../../src/features/google-pay/index.ts';
-import { type Ecv2Token, googlePayWorld, paymentPayload, signIntermediate, signMessage } from '../../helpers/google-pay-seal.ts';
+import { decryptEcv2, type DecryptOptions, type GooglePayError, type RootKey } from '../../src/google-pay/index.ts';
+import { type Ecv2Token, googlePayWorld, paymentPayload, signIntermediate, signMessage } from '../helpers/google-pay-seal.ts';
 import { throwsGooglePay } from './helpers.ts';
 
 /** One stand-in Google and recipient for the ECv2 tests, and ways to change one part of a token and sign the rest again. */

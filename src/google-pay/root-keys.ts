@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import type { KeyObject } from 'node:crypto';
-import type { OutboundClient } from '../../outbound/client.ts';
+import type { OutboundClient } from '../outbound/client.ts';
 import { GooglePayError } from './errors.ts';
 import { isPlainObject, millis, p256FromSpki, strictBase64 } from './primitives.ts';
 import { ECV2 } from './token.ts';

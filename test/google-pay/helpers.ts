@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { GooglePayError, type GooglePayErrorCode } from '../../../src/features/google-pay/errors.ts';
+import { GooglePayError, type GooglePayErrorCode } from '../../src/google-pay/errors.ts';
 
 /** `run` throws a GooglePayError with `code` (and `field`, when given) whose message holds none of `secrets`. */
 export function throwsGooglePay(run: () => unknown, code: GooglePayErrorCode, field?: string, secrets: string[] = []): GooglePayError {

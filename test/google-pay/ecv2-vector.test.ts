@@ -3,7 +3,7 @@ import { createPrivateKey } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { decryptEcv2, parseRootKeys } from '../../../src/features/google-pay/index.ts';
+import { decryptEcv2, parseRootKeys } from '../../src/google-pay/index.ts';
 import { throwsGooglePay } from './helpers.ts';
 
 /**

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { parseRootKeys, type RootKey } from '../../../src/features/google-pay/index.ts';
-import { p256KeyPair, paymentPayload, rootKeysJson, signedKeyFor, signIntermediate, signMessage } from '../../helpers/google-pay-seal.ts';
+import { parseRootKeys, type RootKey } from '../../src/google-pay/index.ts';
+import { p256KeyPair, paymentPayload, rootKeysJson, signedKeyFor, signIntermediate, signMessage } from '../helpers/google-pay-seal.ts';
 import { CRYPTOGRAM, decrypt, fails, HOUR, NOW, PAN, root, seal, T, withSignedKey, world } from './ecv2-setup.ts';
 
 /** ECv2 on tokens our sealer makes: the happy paths, then each way the shape and the signatures refuse one (steps 1 to 5). */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { childPath } from '../../http/field-path.ts';
+import { childPath } from '../http/field-path.ts';
 import { GooglePayError, TOKEN_FIELD } from './errors.ts';
 import { checkCard, type GooglePayPayment } from './payload.ts';
 import { exactKeys, isPlainObject, parseJsonField } from './primitives.ts';

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import {
   assertGatewayMerchant, createGooglePayDecryptor, decodeTestToken, googlePayApiError, type GooglePaySettings, isTestToken, readGooglePaySettings,
-} from '../../../src/features/google-pay/index.ts';
-import { googlePayWorld, paymentPayload } from '../../helpers/google-pay-seal.ts';
+} from '../../src/google-pay/index.ts';
+import { googlePayWorld, paymentPayload } from '../helpers/google-pay-seal.ts';
 import { rejectsGooglePay, throwsGooglePay } from './helpers.ts';
 
 const NOW = Date.parse('2026-11-28T12:00:00Z');

@@ -1,5 +1,5 @@
 import { createPublicKey, type KeyObject, verify } from 'node:crypto';
-import { childPath } from '../../http/field-path.ts';
+import { childPath } from '../http/field-path.ts';
 import { GooglePayError } from './errors.ts';
 
 /**

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { createPublicKey } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { GooglePayError } from '../../../src/features/google-pay/index.ts';
-import { encryptFor, p256KeyPair, paymentPayload } from '../../helpers/google-pay-seal.ts';
+import { GooglePayError } from '../../src/google-pay/index.ts';
+import { encryptFor, p256KeyPair, paymentPayload } from '../helpers/google-pay-seal.ts';
 import { CRYPTOGRAM, decrypt, fails, NOW, otherCurveKeys, PAN, seal, T, withSignedMessage, world } from './ecv2-setup.ts';
 
 /** ECv2 on tokens our sealer makes: each way decryption and the payment refuse one (steps 6 to 8), and nothing but GooglePayErrors. */
