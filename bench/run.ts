@@ -21,6 +21,7 @@ import { cpuSeconds, perRequest, statSeconds, type CpuPerRequest } from './cpu.t
 import { runStats, scrapeRunBuckets } from './sandbox-runs.ts';
 import { cpuTimes, percent, STEAL_WARNING, stealShare } from './steal.ts';
 import { waitWorkersServing } from './workers.ts';
+import { googlePay, googlePayEnv, googlePayRequests } from './google-pay.ts';
 import { Client } from 'undici';
 
 /** What prepare/requests get: the running Coffer, its management key, and a way to set data up through the API. */
@@ -77,6 +78,8 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
   detokenize: { prepare: (ctx) => vault(ctx), requests: (ctx, prepared) => detokenizeRequests(ctx, prepared) },
   // The proxy scenarios' destination called directly: the same POST body, echoed.
   'echo.direct': { server: 'baseline', requests: () => ECHO_DIRECT },
+  // The `tokens.create` scenario's requests, as the baseline of googlepay.tokenize (arrow: `vault` is defined below).
+  'tokens.create': { prepare: (ctx) => vault(ctx), requests: (_, { key }) => createTokenRequest(key) },
 };
 
 // The token scenarios: a private application allowed to create, read (reveal) and use every token.
@@ -162,7 +165,7 @@ const scenarios: Scenario[] = [
     p99_target_ms: 25,
     connections: 64,
     prepare: vault,
-    requests: (_, { key }) => ({ method: 'POST', path: '/tokens', headers: { 'svc-api-key': key }, json: CARD }),
+    requests: (_, { key }) => createTokenRequest(key),
   },
   {
     // SELECT by primary key, decrypt, reveal, and an audit event for the reveal.
@@ -173,6 +176,17 @@ const scenarios: Scenario[] = [
     connections: 64,
     prepare: vault,
     requests: (_, { key, ids }) => ids.map((id: string) => ({ path: `/tokens/${id}`, headers: { 'svc-api-key': key } })),
+  },
+  {
+    // Check the ECv2 token's shape, verify the intermediate key's signature under the root key and the
+    // message's under the intermediate key, ECDH + HKDF, check the tag, AES-CTR decrypt, then store a
+    // token intent (encrypted) with its audit entry and event: the tokens.create of a wallet.
+    name: 'googlepay.tokenize',
+    baseline: 'tokens.create',
+    target: 0.5,
+    connections: 64,
+    prepare: googlePay,
+    requests: googlePayRequests,
   },
   {
     // Parse the expression, load and decrypt the token, audit the use, render $.number into the body.
@@ -224,6 +238,10 @@ const scenarios: Scenario[] = [
       ids.map((id: string) => proxyRequest(key, proxyKey, { ...PAYMENT, card: { number: `{{ ${id} | json: '$.number' }}`, expiration: `{{ ${id} | card_exp: 'MM/YY' }}` } })),
   },
 ];
+
+function createTokenRequest(key: string): Req {
+  return { method: 'POST', path: '/tokens', headers: { 'svc-api-key': key }, json: CARD };
+}
 
 function detokenizeRequests(_: Context, { key, ids }: Record<string, any>): Req[] {
   return ids.map((id: string) => ({ method: 'POST', path: '/detokenize', headers: { 'svc-api-key': key }, json: { number: `{{ ${id} | json: '$.number' }}` } }));
@@ -512,7 +530,7 @@ async function main(): Promise<number> {
     // DATABASE_URL='' so a URL in the caller's environment cannot point the bench at a real database.
     // BENCH_COFFER_NODE_OPTIONS becomes Coffer's NODE_OPTIONS alone (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
     const cofferNodeOptions: Record<string, string> = process.env.BENCH_COFFER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_COFFER_NODE_OPTIONS } : {};
-    const cofferEnv = { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...cofferNodeOptions };
+    const cofferEnv = { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...googlePayEnv(dataDir), ...cofferNodeOptions };
     // For sandbox.overhead_p50 alone, which reads the sandbox's own time per run from Coffer's metrics (see restartCoffer).
     const metricsToken = randomBytes(24).toString('hex');
     // Started the way `npm start` starts it: the same entry script and Node flags.

@@ -1,5 +1,6 @@
 import type { OutboundClient } from '../outbound/client.ts';
 import { decryptEcv2, noRecipientKey } from './ecv2.ts';
+import { VerifiedIntermediates } from './intermediates.ts';
 import { GooglePayError, TOKEN_FIELD } from './errors.ts';
 import type { GooglePayPayment } from './payload.ts';
 import { fileRootKeyLoader, RootKeySource, urlRootKeyLoader, withoutQuery } from './root-keys.ts';
@@ -32,6 +33,8 @@ export function createGooglePayDecryptor(deps: GooglePayDecryptorDeps): GooglePa
   const { settings } = deps;
   const clock = deps.clock ?? Date.now;
   const location = settings.rootKeys;
+  // Per process: an intermediate key verified under a root key once is not verified again for each token.
+  const intermediates = new VerifiedIntermediates();
   const rootKeys = new RootKeySource(
     location.kind === 'file'
       ? { load: fileRootKeyLoader(location.path), source: location.path }
@@ -53,7 +56,7 @@ export function createGooglePayDecryptor(deps: GooglePayDecryptorDeps): GooglePa
       ecv2Parts(value, TOKEN_FIELD);
       // Before fetching root keys that could not help.
       if (settings.privateKeys.length === 0) throw noRecipientKey();
-      return decryptEcv2(value, { rootKeys: await rootKeys.get(now), privateKeys: settings.privateKeys, recipientId: settings.recipientId, now });
+      return decryptEcv2(value, { rootKeys: await rootKeys.get(now), privateKeys: settings.privateKeys, recipientId: settings.recipientId, now, intermediates });
     },
   };
 }

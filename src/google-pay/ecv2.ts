@@ -2,9 +2,10 @@ import { createDecipheriv, createHmac, diffieHellman, hkdfSync, type KeyObject, 
 import { childPath } from '../http/field-path.ts';
 import { GooglePayError, TOKEN_FIELD } from './errors.ts';
 import { type GooglePayPayment, parsePayload } from './payload.ts';
-import { lengthValue, verifiesUnder } from './primitives.ts';
+import type { VerifiedIntermediates } from './intermediates.ts';
+import { lengthValue, verifiesUnderInPool } from './primitives.ts';
 import { type RootKey, usableRootKeys } from './root-keys.ts';
-import { ECV2, ecv2Parts, intermediateKey, type SealedMessage, sealedMessage, tokenObject } from './token.ts';
+import { checkNotExpired, ECV2, ecv2Parts, intermediateKey, type SealedMessage, sealedMessage, tokenObject } from './token.ts';
 
 /**
  * Google Pay ECv2 for a recipient, in the 8 steps of PAYMENTS-FACTS §2 (after Tink's
@@ -29,34 +30,58 @@ export type DecryptOptions = {
   now: number;
   /** Where the token is in the request, for the errors' field paths; default google_payment_method_token. */
   field?: string;
+  /** Intermediate keys verified before, kept across tokens (one per process); none: each token is checked in full. */
+  intermediates?: VerifiedIntermediates;
 };
 
 /**
  * An ECv2 token (an object, or its JSON text) verified and decrypted into a payment. Every
  * failure is a GooglePayError with a specific code; nothing of the plaintext is ever in one.
  */
-export function decryptEcv2(token: unknown, options: DecryptOptions): GooglePayPayment {
-  const { now, recipientId } = options;
+export async function decryptEcv2(token: unknown, options: DecryptOptions): Promise<GooglePayPayment> {
+  const { now, recipientId, intermediates } = options;
   const field = options.field ?? TOKEN_FIELD;
   // Step 1: the shape.
   const parts = ecv2Parts(tokenObject(token, field), field);
   const intermediateField = childPath(field, 'intermediateSigningKey');
+  const signedKeyField = childPath(intermediateField, 'signedKey');
   const messageField = childPath(field, 'signedMessage');
 
   // Steps 2 and 3: one of the signatures, by one of the usable root keys, over the signed key.
   const roots = usableRootKeys(options.rootKeys, now);
   if (roots.length === 0) throw new GooglePayError('no_valid_root_key', 'no Google root signing key for ECv2 is valid now');
-  const signedKeyBytes = lengthValue(SENDER_ID, ECV2, parts.signedKey);
-  const rootSigned = roots.some((root) => parts.signatures.some((signature) => verifiesUnder(root.key, signedKeyBytes, signature)));
-  if (!rootSigned) {
+  const signatures = parts.signatures.map((bytes) => bytes.toString('base64'));
+  const known = roots.find((root) => signatures.some((signature) => intermediates?.verified(parts.signedKey, root.key, signature)));
+  let signer: { root: KeyObject; signature: string } | undefined = known && { root: known.key, signature: '' };
+  if (!signer) {
+    const signedKeyBytes = lengthValue(SENDER_ID, ECV2, parts.signedKey);
+    search: for (const root of roots) {
+      for (const [i, signature] of parts.signatures.entries()) {
+        if (await verifiesUnderInPool(root.key, signedKeyBytes, signature)) {
+          signer = { root: root.key, signature: signatures[i] };
+          break search;
+        }
+      }
+    }
+  }
+  if (!signer) {
     throw new GooglePayError('bad_intermediate_signature', "no entry of intermediateSigningKey.signatures verifies under Google's root signing keys", childPath(intermediateField, 'signatures'));
   }
 
   // Step 4: the intermediate key, not expired.
-  const intermediate = intermediateKey(parts.signedKey, now, childPath(intermediateField, 'signedKey'));
+  const cached = intermediates?.get(parts.signedKey);
+  let intermediate: KeyObject;
+  if (cached) {
+    checkNotExpired(cached.expiration, now, signedKeyField);
+    intermediate = cached.key;
+  } else {
+    const parsed = intermediateKey(parts.signedKey, now, signedKeyField);
+    intermediate = parsed.key;
+    if (signer.signature) intermediates?.remember(parts.signedKey, parsed.key, parsed.expiration, signer.root, signer.signature);
+  }
 
   // Step 5: the message signature, for this recipient.
-  if (!verifiesUnder(intermediate, lengthValue(SENDER_ID, recipientId, ECV2, parts.signedMessage), parts.signature)) {
+  if (!(await verifiesUnderInPool(intermediate, lengthValue(SENDER_ID, recipientId, ECV2, parts.signedMessage), parts.signature))) {
     throw new GooglePayError('bad_message_signature', `signature does not verify under the intermediate signing key for recipient ${recipientId}`, childPath(field, 'signature'));
   }
 

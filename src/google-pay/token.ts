@@ -62,17 +62,22 @@ export function ecv2Parts(token: Record<string, unknown>, field: string): Ecv2Pa
 }
 
 /** Step 4: signedKey is JSON holding keyValue (base64 X.509, P-256) and keyExpiration, after `now`. Further keys are allowed, as Tink allows them. */
-export function intermediateKey(signedKey: string, now: number, field: string): KeyObject {
+export function intermediateKey(signedKey: string, now: number, field: string): { key: KeyObject; expiration: number } {
   const parsed = parseJsonField(signedKey, field);
   if (!isPlainObject(parsed) || !Object.hasOwn(parsed, 'keyValue') || !Object.hasOwn(parsed, 'keyExpiration')) {
     throw new GooglePayError('malformed_token', 'signedKey must be JSON of an object with keyValue and keyExpiration', field);
   }
   const expiration = millis(parsed.keyExpiration);
   if (expiration === undefined) throw new GooglePayError('malformed_token', "signedKey's keyExpiration must be a string of milliseconds since the epoch", field);
-  if (expiration <= now) throw new GooglePayError('expired_intermediate_key', `the intermediate signing key expired at ${isoTime(expiration)}`, field);
+  checkNotExpired(expiration, now, field);
   const key = p256FromSpki(base64Field(parsed.keyValue, field, "signedKey's keyValue"));
   if (key === undefined) throw new GooglePayError('malformed_token', "signedKey's keyValue is not a P-256 public key (base64 X.509 SubjectPublicKeyInfo)", field);
-  return key;
+  return { key, expiration };
+}
+
+/** Step 4's expiry check, also for an intermediate key verified before (intermediates.ts). */
+export function checkNotExpired(expiration: number, now: number, field: string): void {
+  if (expiration <= now) throw new GooglePayError('expired_intermediate_key', `the intermediate signing key expired at ${isoTime(expiration)}`, field);
 }
 
 export type SealedMessage = { encryptedMessage: Buffer; ephemeralPublicKey: Buffer; ephemeralKey: KeyObject; tag: Buffer };

@@ -9,34 +9,34 @@ import { CRYPTOGRAM, decrypt, fails, NOW, otherCurveKeys, PAN, seal, T, withSign
 /** ECv2 on tokens our sealer makes: each way decryption and the payment refuse one (steps 6 to 8), and nothing but GooglePayErrors. */
 
 describe('ECv2 steps 6 and 7: the keys, the tag, the decryption', () => {
-  it('no private key configured', () => {
-    fails(seal(), 'no_recipient_key', undefined, { privateKeys: [] });
+  it('no private key configured', async () => {
+    await fails(seal(), 'no_recipient_key', undefined, { privateKeys: [] });
   });
 
-  it('sealed for another public key: tag_mismatch, with one key or several', () => {
-    fails(seal(), 'tag_mismatch', `${T}.signedMessage`, { privateKeys: [p256KeyPair().privateKey] });
-    fails(seal(), 'tag_mismatch', `${T}.signedMessage`, { privateKeys: [p256KeyPair().privateKey, p256KeyPair().privateKey] });
+  it('sealed for another public key: tag_mismatch, with one key or several', async () => {
+    await fails(seal(), 'tag_mismatch', `${T}.signedMessage`, { privateKeys: [p256KeyPair().privateKey] });
+    await fails(seal(), 'tag_mismatch', `${T}.signedMessage`, { privateKeys: [p256KeyPair().privateKey, p256KeyPair().privateKey] });
   });
 
-  it('keys of the wrong kind among the private keys are passed over, not thrown on', () => {
+  it('keys of the wrong kind among the private keys are passed over, not thrown on', async () => {
     const { p384, rsa } = otherCurveKeys();
     const publicOnly = createPublicKey(world.recipient.privateKey);
-    fails(seal(), 'tag_mismatch', undefined, { privateKeys: [p384, rsa, publicOnly] });
-    assert.equal(decrypt(seal(), { privateKeys: [p384, rsa, publicOnly, world.recipient.privateKey] }).details.pan, PAN);
+    await fails(seal(), 'tag_mismatch', undefined, { privateKeys: [p384, rsa, publicOnly] });
+    assert.equal((await decrypt(seal(), { privateKeys: [p384, rsa, publicOnly, world.recipient.privateKey] })).details.pan, PAN);
   });
 
-  it('a tampered tag or ciphertext (signed again, so only the tag can tell)', () => {
+  it('a tampered tag or ciphertext (signed again, so only the tag can tell)', async () => {
     const token = seal();
     const sealed = JSON.parse(token.signedMessage);
     const tag = Buffer.from(sealed.tag, 'base64');
     tag[0] ^= 1;
-    fails(withSignedMessage(token, JSON.stringify({ ...sealed, tag: tag.toString('base64') })), 'tag_mismatch', `${T}.signedMessage`);
+    await fails(withSignedMessage(token, JSON.stringify({ ...sealed, tag: tag.toString('base64') })), 'tag_mismatch', `${T}.signedMessage`);
     const ciphertext = Buffer.from(sealed.encryptedMessage, 'base64');
     ciphertext[ciphertext.length - 1] ^= 1;
-    fails(withSignedMessage(token, JSON.stringify({ ...sealed, encryptedMessage: ciphertext.toString('base64') })), 'tag_mismatch');
+    await fails(withSignedMessage(token, JSON.stringify({ ...sealed, encryptedMessage: ciphertext.toString('base64') })), 'tag_mismatch');
   });
 
-  it('a signedMessage that is not the JSON ECv2 describes', () => {
+  it('a signedMessage that is not the JSON ECv2 describes', async () => {
     const token = seal();
     const sealed = JSON.parse(token.signedMessage);
     const point = Buffer.from(sealed.ephemeralPublicKey, 'base64');
@@ -57,19 +57,19 @@ describe('ECv2 steps 6 and 7: the keys, the tag, the decryption', () => {
       JSON.stringify({ ...sealed, tag: Buffer.alloc(16).toString('base64') }),
       JSON.stringify({ ...sealed, tag: 'not base64!' }),
     ]) {
-      fails(withSignedMessage(token, message), 'malformed_token', `${T}.signedMessage`);
+      await fails(withSignedMessage(token, message), 'malformed_token', `${T}.signedMessage`);
     }
   });
 });
 
 describe('ECv2 step 8: the payment', () => {
-  it('an expired message, also at exactly now', () => {
-    fails(seal(paymentPayload({ now: NOW, messageExpiration: NOW - 1 })), 'expired_message', `${T}.signedMessage`);
-    fails(seal(paymentPayload({ now: NOW, messageExpiration: NOW })), 'expired_message');
-    assert.equal(decrypt(seal(paymentPayload({ now: NOW, messageExpiration: NOW + 1 }))).details.pan, PAN);
+  it('an expired message, also at exactly now', async () => {
+    await fails(seal(paymentPayload({ now: NOW, messageExpiration: NOW - 1 })), 'expired_message', `${T}.signedMessage`);
+    await fails(seal(paymentPayload({ now: NOW, messageExpiration: NOW })), 'expired_message');
+    assert.equal((await decrypt(seal(paymentPayload({ now: NOW, messageExpiration: NOW + 1 })))).details.pan, PAN);
   });
 
-  it('a payload that is not a card payment Coffer reads', () => {
+  it('a payload that is not a card payment Coffer reads', async () => {
     const base = paymentPayload({ now: NOW });
     const details = base.paymentMethodDetails as Record<string, unknown>;
     const cases: unknown[] = [
@@ -94,43 +94,43 @@ describe('ECv2 step 8: the payment', () => {
       { ...base, paymentMethodDetails: { ...details, authMethod: 'CRYPTOGRAM_3DS', cryptogram: CRYPTOGRAM, eciIndicator: 5 } },
     ];
     for (const payload of cases) {
-      const err = fails(seal(payload as Record<string, unknown>), 'malformed_payload', `${T}.signedMessage`);
+      const err = await fails(seal(payload as Record<string, unknown>), 'malformed_payload', `${T}.signedMessage`);
       assert.ok(!err.message.includes('4111'), err.message);
     }
   });
 });
 
 describe('ECv2 never throws anything but a GooglePayError', () => {
-  it('for any JSON value as the token', () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => {
-      assert.throws(() => decrypt(value), GooglePayError);
+  it('for any JSON value as the token', async () => {
+    await fc.assert(fc.asyncProperty(fc.jsonValue(), async (value) => {
+      await assert.rejects(() => decrypt(value), GooglePayError);
     }), { numRuns: 300 });
   });
 
-  it('for any field of a real token replaced by any JSON value', () => {
+  it('for any field of a real token replaced by any JSON value', async () => {
     const token = seal();
     const paths = ['protocolVersion', 'signature', 'signedMessage', 'intermediateSigningKey', 'intermediateSigningKey.signedKey', 'intermediateSigningKey.signatures'];
-    fc.assert(fc.property(fc.constantFrom(...paths), fc.jsonValue(), (path, value) => {
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...paths), fc.jsonValue(), async (path, value) => {
       const copy = structuredClone(token) as unknown as Record<string, Record<string, unknown>>;
       const [a, b] = path.split('.');
       if (b === undefined) (copy as Record<string, unknown>)[a] = value;
       else copy[a][b] = value;
       try {
-        decrypt(copy);
+        await decrypt(copy);
       } catch (err) {
         assert.ok(err instanceof GooglePayError, String(err));
       }
     }), { numRuns: 300 });
   });
 
-  it('for a signedMessage made of any bytes, correctly signed', () => {
+  it('for a signedMessage made of any bytes, correctly signed', async () => {
     const token = seal();
-    fc.assert(fc.property(fc.string(), (text) => {
-      assert.throws(() => decrypt(withSignedMessage(token, text)), GooglePayError);
+    await fc.assert(fc.asyncProperty(fc.string(), async (text) => {
+      await assert.rejects(() => decrypt(withSignedMessage(token, text)), GooglePayError);
     }), { numRuns: 100 });
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+    await fc.assert(fc.asyncProperty(fc.uint8Array({ maxLength: 200 }), async (bytes) => {
       const message = encryptFor(world.recipient.publicKey, Buffer.from(bytes));
-      assert.throws(() => decrypt(withSignedMessage(token, message)), GooglePayError);
+      await assert.rejects(() => decrypt(withSignedMessage(token, message)), GooglePayError);
     }), { numRuns: 100 });
   });
 });

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { decryptEcv2, type DecryptOptions, type GooglePayError, type RootKey } from '../../src/google-pay/index.ts';
 import { type Ecv2Token, googlePayWorld, paymentPayload, signIntermediate, signMessage } from '../helpers/google-pay-seal.ts';
-import { throwsGooglePay } from './helpers.ts';
+import { rejectsGooglePay } from './helpers.ts';
 
 /** One stand-in Google and recipient for the ECv2 tests, and ways to change one part of a token and sign the rest again. */
 
@@ -34,8 +34,8 @@ export function decrypt(token: unknown, o: Partial<DecryptOptions> = {}) {
 }
 
 /** decrypt fails with `code` (and `field`), naming neither the card number nor the cryptogram. */
-export function fails(token: unknown, code: GooglePayError['code'], field?: string, o: Partial<DecryptOptions> = {}): GooglePayError {
-  return throwsGooglePay(() => decrypt(token, o), code, field, SECRETS);
+export function fails(token: unknown, code: GooglePayError['code'], field?: string, o: Partial<DecryptOptions> = {}): Promise<GooglePayError> {
+  return rejectsGooglePay(() => decrypt(token, o), code, field, SECRETS);
 }
 
 export function otherCurveKeys(): { p384: KeyObject; rsa: KeyObject } {

@@ -33,7 +33,7 @@ const pair = p256KeyPair();
 const keyBase64 = pkcs8Base64(pair.privateKey);
 
 describe('GOOGLE_PAY_* settings', () => {
-  it('default: no private keys, Google\'s TEST keys.json, gateway coffer, test mode on', () => {
+  it('default: no private keys, Google\'s TEST keys.json, gateway coffer, test mode on', async () => {
     const gp = loadConfig({}).googlePay;
     assert.deepEqual(gp.privateKeys, []);
     assert.deepEqual(gp.rootKeys, { kind: 'url', url: 'https://payments.developers.google.com/paymentmethodtoken/test/keys.json' });
@@ -43,25 +43,25 @@ describe('GOOGLE_PAY_* settings', () => {
     assert.equal(gp.testMode, true);
   });
 
-  it('GOOGLE_PAY_ENVIRONMENT picks Google\'s keys.json', () => {
+  it('GOOGLE_PAY_ENVIRONMENT picks Google\'s keys.json', async () => {
     assert.deepEqual(loadConfig({ GOOGLE_PAY_ENVIRONMENT: 'production' }).googlePay.rootKeys, { kind: 'url', url: GOOGLE_ROOT_KEYS_URLS.production });
     assert.equal(GOOGLE_ROOT_KEYS_URLS.production, 'https://payments.developers.google.com/paymentmethodtoken/keys.json');
     refuses({ GOOGLE_PAY_ENVIRONMENT: 'prod' }, /GOOGLE_PAY_ENVIRONMENT must be one of production, test \(got "prod"\)/);
   });
 
-  it('GOOGLE_PAY_GATEWAY_ID makes the recipient id', () => {
+  it('GOOGLE_PAY_GATEWAY_ID makes the recipient id', async () => {
     assert.equal(loadConfig({ GOOGLE_PAY_GATEWAY_ID: 'acme-vault' }).googlePay.recipientId, 'gateway:acme-vault');
     refuses({ GOOGLE_PAY_GATEWAY_ID: 'a b' }, /GOOGLE_PAY_GATEWAY_ID must be 1 to 64/);
     refuses({ GOOGLE_PAY_GATEWAY_ID: 'gateway:x' }, /GOOGLE_PAY_GATEWAY_ID/);
   });
 
-  it('GOOGLE_PAY_TEST_MODE is on or off', () => {
+  it('GOOGLE_PAY_TEST_MODE is on or off', async () => {
     for (const off of ['off', 'OFF', '0', 'false']) assert.equal(loadConfig({ GOOGLE_PAY_TEST_MODE: off }).googlePay.testMode, false, off);
     for (const on of ['on', '1', 'true']) assert.equal(loadConfig({ GOOGLE_PAY_TEST_MODE: on }).googlePay.testMode, true, on);
     refuses({ GOOGLE_PAY_TEST_MODE: 'maybe' }, /GOOGLE_PAY_TEST_MODE must be on or off \(got "maybe"\)/);
   });
 
-  it('GOOGLE_PAY_PRIVATE_KEYS: base64 PKCS#8 keys, several, PEM, or files (PEM PKCS#8 or SEC1, base64, DER)', () => {
+  it('GOOGLE_PAY_PRIVATE_KEYS: base64 PKCS#8 keys, several, PEM, or files (PEM PKCS#8 or SEC1, base64, DER)', async () => {
     const second = p256KeyPair().privateKey;
     const keys = loadConfig({ GOOGLE_PAY_PRIVATE_KEYS: ` ${keyBase64} , ${pkcs8Base64(second)} ` }).googlePay.privateKeys;
     assert.equal(keys.length, 2);
@@ -85,7 +85,7 @@ describe('GOOGLE_PAY_* settings', () => {
     assert.ok(loadConfig({ GOOGLE_PAY_PRIVATE_KEYS: `${keyBase64},${relative}` }).googlePay.privateKeys[1].equals(pair.privateKey));
   });
 
-  it('GOOGLE_PAY_PRIVATE_KEYS refusals name the entry, never the key', () => {
+  it('GOOGLE_PAY_PRIVATE_KEYS refusals name the entry, never the key', async () => {
     const garbage = Buffer.alloc(100, 7).toString('base64');
     refuses({ GOOGLE_PAY_PRIVATE_KEYS: garbage }, /GOOGLE_PAY_PRIVATE_KEYS entry 1 is not a PKCS#8 private key in base64/, [garbage.slice(0, 20)]);
     const pem = pair.privateKey.export({ format: 'pem', type: 'pkcs8' }) as string;
@@ -103,7 +103,7 @@ describe('GOOGLE_PAY_* settings', () => {
     refuses({ GOOGLE_PAY_PRIVATE_KEYS: ',' }, /GOOGLE_PAY_PRIVATE_KEYS holds no key/);
   });
 
-  it('GOOGLE_PAY_ROOT_KEYS: a keys.json file, checked at start, or a URL', () => {
+  it('GOOGLE_PAY_ROOT_KEYS: a keys.json file, checked at start, or a URL', async () => {
     const now = Date.now();
     const good = file('keys.json', rootKeysJson([{ key: pair.publicKey, keyExpiration: now + 86_400_000 }]));
     assert.deepEqual(loadConfig({ GOOGLE_PAY_ROOT_KEYS: good }).googlePay.rootKeys, { kind: 'file', path: good });
@@ -113,13 +113,13 @@ describe('GOOGLE_PAY_* settings', () => {
     refuses({ GOOGLE_PAY_ROOT_KEYS: file('expired.json', rootKeysJson([{ key: pair.publicKey, keyExpiration: now - 1 }])) }, /holds no ECv2 key with a keyExpiration still to come/);
   });
 
-  it('every Google Pay problem is reported at once, with the others', () => {
+  it('every Google Pay problem is reported at once, with the others', async () => {
     refuses({ GOOGLE_PAY_ENVIRONMENT: 'x', GOOGLE_PAY_TEST_MODE: 'x', GOOGLE_PAY_GATEWAY_ID: ' a b', PORT: 'x' }, /PORT[\s\S]*GOOGLE_PAY_ENVIRONMENT[\s\S]*GOOGLE_PAY_GATEWAY_ID[\s\S]*GOOGLE_PAY_TEST_MODE/);
   });
 });
 
 describe('recipient keys', () => {
-  it('generateRecipientKeyPair: the printed private key opens tokens sealed for the printed public key', () => {
+  it('generateRecipientKeyPair: the printed private key opens tokens sealed for the printed public key', async () => {
     const generated = generateRecipientKeyPair();
     const point = Buffer.from(generated.publicKey, 'base64');
     assert.equal(point.length, 65);
@@ -135,10 +135,10 @@ describe('recipient keys', () => {
       recipientId: 'gateway:coffer', payload: paymentPayload(),
     });
     const rootKeys = [{ protocolVersion: 'ECv2', keyExpiration: Date.now() + 86_400_000, key: world.root.publicKey }];
-    assert.equal(decryptEcv2(token, { rootKeys, privateKeys: keys, recipientId: 'gateway:coffer', now: Date.now() }).details.pan, '4111111111111111');
+    assert.equal((await decryptEcv2(token, { rootKeys, privateKeys: keys, recipientId: 'gateway:coffer', now: Date.now() })).details.pan, '4111111111111111');
   });
 
-  it('recipientPublicKey gives the form Google documents: Tink\'s example merchant key', () => {
+  it('recipientPublicKey gives the form Google documents: Tink\'s example merchant key', async () => {
     const tinkMerchant = createPrivateKey({
       key: Buffer.from('MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgCPSuFr4iSIaQprjjchHPyDu2NXFe0vDBoTpPkYaK9dehRANCAATnaFz/vQKuO90pxsINyVNWojabHfbx9qIJ6uD7Q7ZSxmtyo/Ez3/o2kDT8g0pIdyVIYktCsq65VoQIDWSh2Bdm', 'base64'),
       format: 'der', type: 'pkcs8',
@@ -160,7 +160,7 @@ describe('coffer google-pay', () => {
     const recipient = createPublicKey({ key: Buffer.from(printed.public_key_spki, 'base64'), format: 'der', type: 'spki' });
     const token = sealEcv2({ rootPrivateKey: world.root.privateKey, intermediatePrivateKey: world.intermediate.privateKey, recipientPublicKey: recipient, recipientId: 'gateway:coffer', payload: paymentPayload() });
     const rootKeys = [{ protocolVersion: 'ECv2', keyExpiration: Date.now() + 86_400_000, key: world.root.publicKey }];
-    assert.equal(decryptEcv2(token, { rootKeys, privateKeys: keys, recipientId: 'gateway:coffer', now: Date.now() }).details.expirationYear, 2030);
+    assert.equal((await decryptEcv2(token, { rootKeys, privateKeys: keys, recipientId: 'gateway:coffer', now: Date.now() })).details.expirationYear, 2030);
 
     const shown = await runCli(['google-pay', 'public-keys'], { GOOGLE_PAY_PRIVATE_KEYS: `${printed.private_key},${keyBase64}` });
     assert.equal(shown.code, 0, shown.stderr);

@@ -88,18 +88,20 @@ export type SealOptions = {
   payload: unknown;
   /** Default Date.now(). */
   now?: number;
+  /** The intermediate key as signed before: Google signs one and sends it with every token until it expires. */
+  intermediateSigningKey?: { signedKey: string; signatures: string[] };
 };
 
 /** A real ECv2 token. */
 export function sealEcv2(o: SealOptions): Ecv2Token {
   const now = o.now ?? Date.now();
-  const signedKey = signedKeyFor(o.intermediatePrivateKey, o.intermediateExpiration ?? now + 86_400_000);
+  const signedKey = o.intermediateSigningKey?.signedKey ?? signedKeyFor(o.intermediatePrivateKey, o.intermediateExpiration ?? now + 86_400_000);
   const plaintext = Buffer.isBuffer(o.payload) ? o.payload : Buffer.from(typeof o.payload === 'string' ? o.payload : JSON.stringify(o.payload), 'utf8');
   const signedMessage = encryptFor(o.recipientPublicKey, plaintext);
   return {
     protocolVersion: 'ECv2',
     signature: signMessage(o.intermediatePrivateKey, o.recipientId, signedMessage),
-    intermediateSigningKey: { signedKey, signatures: [signIntermediate(o.rootPrivateKey, signedKey)] },
+    intermediateSigningKey: o.intermediateSigningKey ?? { signedKey, signatures: [signIntermediate(o.rootPrivateKey, signedKey)] },
     signedMessage,
   };
 }
@@ -160,6 +162,10 @@ export function googlePayWorld(recipientId = 'gateway:coffer') {
   const root = p256KeyPair();
   const intermediate = p256KeyPair();
   const recipient = p256KeyPair();
+  // As Google does: one intermediate key, signed once, in every token of its (week-long) life.
+  const expiration = Date.now() + 7 * 86_400_000;
+  const signedKey = signedKeyFor(intermediate.privateKey, expiration);
+  const intermediateSigningKey = { signedKey, signatures: [signIntermediate(root.privateKey, signedKey)] };
   return {
     root,
     intermediate,
@@ -169,6 +175,7 @@ export function googlePayWorld(recipientId = 'gateway:coffer') {
     privateKey: pkcs8Base64(recipient.privateKey),
     /** keys.json with the root key, expiring `keyExpiration` (default in year 3000). */
     rootKeys: (keyExpiration: number = 32_503_680_000_000) => rootKeysJson([{ key: root.publicKey, keyExpiration }]),
+    /** The world's one signed intermediate key, unless `o` asks for another (its own `now` or expiry). */
     seal: (payload: unknown, o: Partial<SealOptions> = {}): Ecv2Token =>
       sealEcv2({
         rootPrivateKey: root.privateKey,
@@ -176,6 +183,7 @@ export function googlePayWorld(recipientId = 'gateway:coffer') {
         recipientPublicKey: recipient.publicKey,
         recipientId,
         payload,
+        ...(o.now === undefined && o.intermediateExpiration === undefined ? { intermediateSigningKey } : {}),
         ...o,
       }),
   };
