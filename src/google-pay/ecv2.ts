@@ -1,11 +1,11 @@
-import { createDecipheriv, createHmac, diffieHellman, hkdfSync, type KeyObject, timingSafeEqual } from 'node:crypto';
+import { createDecipheriv, createECDH, createHmac, type ECDH, hkdfSync, type KeyObject, timingSafeEqual } from 'node:crypto';
 import { childPath } from '../http/field-path.ts';
 import { GooglePayError, TOKEN_FIELD } from './errors.ts';
 import { type GooglePayPayment, parsePayload } from './payload.ts';
 import type { VerifiedIntermediates } from './intermediates.ts';
-import { lengthValue, verifiesUnderInPool } from './primitives.ts';
+import { isP256, lengthValue, verifiesUnderInPool } from './primitives.ts';
 import { type RootKey, usableRootKeys } from './root-keys.ts';
-import { checkNotExpired, ECV2, ecv2Parts, intermediateKey, type SealedMessage, sealedMessage, tokenObject } from './token.ts';
+import { checkNotExpired, ECV2, ecv2Parts, intermediateKey, notOnCurve, type SealedMessage, sealedMessage, tokenObject } from './token.ts';
 
 /**
  * Google Pay ECv2 for a recipient, in the 8 steps of PAYMENTS-FACTS §2 (after Tink's
@@ -88,7 +88,7 @@ export async function decryptEcv2(token: unknown, options: DecryptOptions): Prom
   // Steps 6 and 7: the keys from ECDH with the ephemeral key, the tag, then the plaintext.
   if (options.privateKeys.length === 0) throw noRecipientKey();
   const sealed = sealedMessage(parts.signedMessage, messageField);
-  const plaintext = openWithAny(sealed, options.privateKeys);
+  const plaintext = openWithAny(sealed, options.privateKeys, messageField);
   if (plaintext === undefined) {
     throw new GooglePayError('tag_mismatch', "signedMessage's tag does not match its encryptedMessage under Coffer's private keys: the token was sealed for another public key, or altered", messageField);
   }
@@ -101,14 +101,36 @@ export function noRecipientKey(): GooglePayError {
   return new GooglePayError('no_recipient_key', 'Coffer has no Google Pay private key (GOOGLE_PAY_PRIVATE_KEYS), so it can read only test-mode tokens');
 }
 
+/**
+ * An ECDH object per private key, made once: computing with the raw point the token carries
+ * skips importing it as a key object and Node's checks of both keys' curves, which cost more
+ * than the ECDH itself. It still refuses a point that is not on the curve.
+ */
+const ecdhOf = new WeakMap<KeyObject, ECDH | null>();
+/** Null for a key that is not a P-256 private key: passed over, as no token can be sealed for it. */
+function ecdhFor(privateKey: KeyObject): ECDH | null {
+  let ecdh = ecdhOf.get(privateKey);
+  if (ecdh === undefined) {
+    ecdh = null;
+    if (privateKey.type === 'private' && isP256(privateKey)) {
+      ecdh = createECDH('prime256v1');
+      ecdh.setPrivateKey(Buffer.from(privateKey.export({ format: 'jwk' }).d!, 'base64url'));
+    }
+    ecdhOf.set(privateKey, ecdh);
+  }
+  return ecdh;
+}
+
 /** The plaintext, opened by the first private key under which the tag matches; undefined if none does. */
-function openWithAny(sealed: SealedMessage, privateKeys: readonly KeyObject[]): Buffer | undefined {
+function openWithAny(sealed: SealedMessage, privateKeys: readonly KeyObject[], field: string): Buffer | undefined {
   for (const privateKey of privateKeys) {
+    const ecdh = ecdhFor(privateKey);
+    if (!ecdh) continue;
     let shared: Buffer;
     try {
-      shared = diffieHellman({ privateKey, publicKey: sealed.ephemeralKey });
+      shared = ecdh.computeSecret(sealed.ephemeralPublicKey);
     } catch {
-      continue;
+      throw notOnCurve(field);
     }
     const derived = Buffer.from(hkdfSync('sha256', Buffer.concat([sealed.ephemeralPublicKey, shared]), Buffer.alloc(0), HKDF_INFO, 64));
     const expected = createHmac('sha256', derived.subarray(32)).update(sealed.encryptedMessage).digest();

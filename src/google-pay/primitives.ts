@@ -8,8 +8,6 @@ import { GooglePayError } from './errors.ts';
  * a GooglePayError naming the field.
  */
 
-/** The DER header of a P-256 SubjectPublicKeyInfo, followed by the 65-byte uncompressed point. */
-const P256_SPKI_HEADER = Buffer.from('3059301306072a8648ce3d020106082a8648ce3d030107034200', 'hex');
 
 /** Standard base64 (padding optional); Node's own decoder skips characters it does not know, which would accept garbage. */
 export function strictBase64(value: string): Buffer | undefined {
@@ -69,18 +67,6 @@ export function p256FromSpki(der: Buffer): KeyObject | undefined {
   try {
     const key = createPublicKey({ key: der, format: 'der', type: 'spki' });
     return isP256(key) ? key : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A P-256 public key from its 65-byte uncompressed point (0x04 ‖ x ‖ y); undefined if not one, or not on the curve. */
-export function p256FromPoint(point: Buffer): KeyObject | undefined {
-  if (point.length !== 65 || point[0] !== 0x04) return undefined;
-  // The header names P-256, so what imports is a P-256 key (OpenSSL checks the point is on the
-  // curve): no need to ask the key its curve, which costs as much again.
-  try {
-    return createPublicKey({ key: Buffer.concat([P256_SPKI_HEADER, point]), format: 'der', type: 'spki' });
   } catch {
     return undefined;
   }

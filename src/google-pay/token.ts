@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { childPath } from '../http/field-path.ts';
 import { GooglePayError } from './errors.ts';
 import {
-  base64Field, exactKeys, isPlainObject, isoTime, millis, p256FromPoint, p256FromSpki, parseJsonField, strictBase64, stringField,
+  base64Field, exactKeys, isPlainObject, isoTime, millis, p256FromSpki, parseJsonField, strictBase64, stringField,
 } from './primitives.ts';
 
 /** The shape checks of an ECv2 token (steps 1, 4 and 6 of PAYMENTS-FACTS §2); the cryptography is in ecv2.ts. */
@@ -80,18 +80,20 @@ export function checkNotExpired(expiration: number, now: number, field: string):
   if (expiration <= now) throw new GooglePayError('expired_intermediate_key', `the intermediate signing key expired at ${isoTime(expiration)}`, field);
 }
 
-export type SealedMessage = { encryptedMessage: Buffer; ephemeralPublicKey: Buffer; ephemeralKey: KeyObject; tag: Buffer };
+export type SealedMessage = { encryptedMessage: Buffer; ephemeralPublicKey: Buffer; tag: Buffer };
 
 /** Step 6's parsing: signedMessage is JSON with exactly encryptedMessage, ephemeralPublicKey (an uncompressed P-256 point) and tag (32 bytes). */
 export function sealedMessage(signedMessage: string, field: string): SealedMessage {
   const parsed = exactKeys(parseJsonField(signedMessage, field), field, ['encryptedMessage', 'ephemeralPublicKey', 'tag'], 'signedMessage');
   const encryptedMessage = base64Field(parsed.encryptedMessage, field, 'signedMessage.encryptedMessage');
   const ephemeralPublicKey = base64Field(parsed.ephemeralPublicKey, field, 'signedMessage.ephemeralPublicKey');
-  const ephemeralKey = p256FromPoint(ephemeralPublicKey);
-  if (ephemeralKey === undefined) {
-    throw new GooglePayError('malformed_token', 'signedMessage.ephemeralPublicKey is not an uncompressed point on P-256 (65 bytes starting 0x04)', field);
-  }
+  // Whether the point is on the curve, ECDH itself checks (ecv2.ts): importing it as a key first cost as much again.
+  if (ephemeralPublicKey.length !== 65 || ephemeralPublicKey[0] !== 0x04) throw notOnCurve(field);
   const tag = base64Field(parsed.tag, field, 'signedMessage.tag');
   if (tag.length !== 32) throw new GooglePayError('malformed_token', 'signedMessage.tag must be 32 bytes (HMAC-SHA256)', field);
-  return { encryptedMessage, ephemeralPublicKey, ephemeralKey, tag };
+  return { encryptedMessage, ephemeralPublicKey, tag };
+}
+
+export function notOnCurve(field: string): GooglePayError {
+  return new GooglePayError('malformed_token', 'signedMessage.ephemeralPublicKey is not an uncompressed point on P-256 (65 bytes starting 0x04)', field);
 }
