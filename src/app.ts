@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import pkg from '../package.json' with { type: 'json' };
 import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import type { Notifier } from './db/notifications.ts';
@@ -46,7 +47,8 @@ import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { registerTenantRoutes } from './features/tenants/routes.ts';
 
-export const VERSION = '0.1.0';
+/** Coffer's version, package.json's: the OpenAPI document and the API reference show it. */
+export const VERSION: string = pkg.version;
 
 export type Services = ReturnType<typeof createServices>;
 

@@ -31,7 +31,7 @@ describe('the service', () => {
     assert.deepEqual(doc.body.paths['/applications'].get.security, [{ ApiKey: [] }]);
     const page = await call(server, 'GET', '/docs/');
     assert.equal(page.status, 200);
-    assert.match(page.text, /swagger/i);
+    assert.match(page.text, /<title>Coffer /);
   });
 
   it('GET /tenants/self returns the caller\'s tenant', async () => {
