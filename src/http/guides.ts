@@ -16,6 +16,8 @@ export const GUIDES = [
   { name: 'expressions', title: 'Detokenization expressions and filters' },
   { name: 'reactors', title: 'Reactors (customer code in a sandbox)' },
   { name: 'proxies', title: 'Proxies (forwarding with detokenization and transforms)' },
+  { name: 'payment-methods', title: 'Payment methods: token intents, Google Pay, bank account verification' },
+  { name: 'google-pay', title: 'Google Pay tokens in depth (ECv2 checks, keys, error codes)' },
   { name: 'webhooks', title: 'Webhooks (signed deliveries)' },
   { name: 'outbound', title: 'Outbound HTTP guard (SSRF protection)' },
   { name: 'security', title: 'Threat model: what each key, tenant and piece of code can and cannot do' },
