@@ -62,6 +62,14 @@ const applicationBody = { name: 'generated app', type: 'private', ...fullAccess(
 const tokenBody = { type: 'card', data: { number: PAN, expiration_month: 12, expiration_year: new Date().getUTCFullYear() + 2 }, metadata: { source: 'generated' } };
 const reactorBody = { name: 'generated reactor', code: TRIVIAL_REACTOR, configuration: {} };
 const proxyBody = { name: 'generated proxy', destination_url: 'https://example.com/api', require_auth: true };
+const tokenIntentBody = { type: 'card', data: tokenBody.data };
+/** A Google Pay test-mode token (protocolVersion Coffer), readable without keys: docs/payment-methods.md. */
+const googlePayTestToken = {
+  protocolVersion: 'Coffer',
+  signature: 'card',
+  intermediateSigningKey: { signedKey: 'test', signatures: ['test'] },
+  signedMessage: JSON.stringify({ number: PAN, expiration_month: 12, expiration_year: new Date().getUTCFullYear() + 2 }),
+};
 const webhookBody = { name: 'generated webhook', url: 'https://example.com/hooks/coffer', events: ['token.created'] };
 
 /** Keyed by the path template before the id: `/applications/{id}/keys` creates a key of application {id}. */
@@ -79,6 +87,7 @@ export const RESOURCES: Record<string, Resource> = {
       }),
   },
   '/tokens': { create: (ctx) => created(ctx, 'private', '/tokens', tokenBody), example: tokenBody },
+  '/token-intents': { create: (ctx) => created(ctx, 'private', '/token-intents', tokenIntentBody), example: tokenIntentBody },
   '/webhooks': { create: (ctx) => created(ctx, 'management', '/webhooks', webhookBody), example: webhookBody, replacement: webhookBody },
   '/reactors': { create: (ctx) => created(ctx, 'management', '/reactors', reactorBody), example: reactorBody, replacement: reactorBody },
   '/reactors/{id}/results': {
@@ -92,6 +101,7 @@ const EXAMPLES: Record<string, unknown> = {
   'POST /tokenize': { card: tokenBody, list: [{ type: 'social_security_number', data: '123-45-6789' }], plain: 'kept' },
   'POST /detokenize': { a: 'no expressions here', n: [1, 2] },
   'POST /v2/tokens/search': { query: 'type:card', size: 5 },
+  'POST /connections/google-pay/tokenize': { google_payment_method_token: googlePayTestToken },
   'POST /reactors/{id}/react': { args: { n: 1, s: 'x' } },
   'POST /reactors/{id}/react-async': { args: { n: 1 } },
 };
