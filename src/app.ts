@@ -34,6 +34,9 @@ import { createTokenService } from './features/tokens/service.ts';
 import { registerTokenRoutes } from './features/tokens/routes.ts';
 import { createDetokenizeService } from './features/detokenize/service.ts';
 import { registerDetokenizeRoutes } from './features/detokenize/routes.ts';
+import { createEnrichmentService } from './features/enrichments/service.ts';
+import { registerEnrichmentRoutes } from './features/enrichments/routes.ts';
+import { createBankAccountVerifier, type BankAccountVerifier } from './bank-verification/verifier.ts';
 import { createWebhookService, DELIVER_JOB } from './features/webhooks/service.ts';
 import { registerWebhookRoutes } from './features/webhooks/routes.ts';
 import { createProxyService } from './features/proxies/service.ts';
@@ -52,8 +55,11 @@ export const VERSION: string = pkg.version;
 
 export type Services = ReturnType<typeof createServices>;
 
+/** Providers handed in by code that embeds Coffer, in place of the ones the configuration names. */
+export type Providers = { bankAccountVerifier?: BankAccountVerifier };
+
 /** The composition root: every service, wired once per process. */
-export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger }) {
+export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger; providers?: Providers }) {
   const { config, db, notifier, log } = deps;
   // Metrics exist only when an operator can read them (METRICS_TOKEN); the job kinds are those handled below.
   const metrics = config.metricsToken ? new Metrics({ db, log, jobKinds: () => Object.keys(jobHandlers) }) : undefined;
@@ -90,6 +96,10 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     },
   });
   const detokenize = createDetokenizeService({ tokens, vault, logs, limitFor: async (tenantId) => (await quotas.of(tenantId)).detokenize_limit });
+  const enrichments = createEnrichmentService({
+    tokens, logs, log,
+    verifier: deps.providers?.bankAccountVerifier ?? createBankAccountVerifier(config.bankVerificationProvider),
+  });
   const authenticator = new Authenticator(
     // Shared by the concurrent requests of one key (src/http/auth.ts): outside any request's transaction.
     (hash, kind) => db.withoutAmbient(() => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash))),
@@ -138,7 +148,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   };
   // Webhook deliveries wait for endpoints on their own schedule; other kinds back off exponentially.
   const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -174,6 +184,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerTokenIntentRoutes(app, services.tokenIntents);
   registerGooglePayRoutes(app, services.googlePay);
   registerDetokenizeRoutes(app, services.detokenize);
+  registerEnrichmentRoutes(app, services.enrichments);
   registerWebhookRoutes(app, services.webhooks);
   registerReactorRoutes(app, services.reactors);
   registerProxyRoutes(app, services.proxies, { maxBodyBytes: config.proxyMaxBodyBytes });

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { BANK_VERIFICATION_PROVIDER_NAMES, type BankVerificationProviderName } from './bank-verification/verifier.ts';
 import { DEFAULT_EMBEDDED_POSTGRES_DIR } from './db/embedded/location.ts';
 import { type GooglePaySettings, readGooglePaySettings } from './google-pay/settings.ts';
 import { type CorsOrigins, parseOrigin } from './http/cors.ts';
@@ -83,6 +84,8 @@ export type Config = {
   corsOrigins: CorsOrigins;
   /** The GOOGLE_PAY_* settings: Coffer's private keys, where Google's root keys come from, the gateway id, test mode. */
   googlePay: GooglePaySettings;
+  /** Who answers POST /enrichments/bank-account-verify (src/bank-verification/). */
+  bankVerificationProvider: BankVerificationProviderName;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -164,6 +167,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceSeconds: read.int('SHUTDOWN_GRACE_SECONDS', 20, 0, 600),
     corsOrigins: read.origins('CORS_ORIGINS'),
     googlePay: readGooglePaySettings((name) => read.optional(name), problems),
+    bankVerificationProvider: read.oneOf('BANK_VERIFICATION_PROVIDER', 'test', BANK_VERIFICATION_PROVIDER_NAMES),
   };
   // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
   config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);

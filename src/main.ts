@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp, createServices, type Services } from './app.ts';
+import { buildApp, createServices, type Providers, type Services } from './app.ts';
 import type { Config } from './config.ts';
 import { listenMetrics, type MetricsListener } from './http/metrics.ts';
 import { Notifier } from './db/notifications.ts';
@@ -25,6 +25,8 @@ export type StartOptions = {
   clusterWorker?: boolean;
   /** Shows the first start's management key, before the tenant is committed. */
   announceFirstKey?: (created: { tenant_id: string; api_key: string }) => void;
+  /** Providers in place of the configured ones (a bank account verifier of one's own, see docs/payment-methods.md). */
+  providers?: Providers;
 };
 
 /** Process entry for `coffer serve`: config → database → app → listen; sweeper and job runner run in-process. */
@@ -38,7 +40,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
   let metricsListener: MetricsListener | undefined;
   try {
     await notifier.start();
-    services = createServices({ config, db: database.db, notifier, log });
+    services = createServices({ config, db: database.db, notifier, log, providers: opts.providers });
     // A KEK missing from COFFER_KEYS (or a wrong key under its id) stops the start, naming it,
     // instead of every request of the tenants it wraps failing with a 500.
     await services.vault.checkKeyring();

@@ -48,7 +48,7 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
   p('token:update', 'Update tokens of a container', PRIVATE_PUBLIC, true),
   p('token:delete', 'Delete tokens of a container', PRIVATE, true),
   p('token:search', 'Search tokens of a container', PRIVATE, true),
-  p('token:use', 'Use token data in proxies, reactors and payments without reading it', PRIVATE, true),
+  p('token:use', 'Use token data in proxies, reactors, payments and bank account verification without reading it', PRIVATE, true),
   p('token-intent:create', 'Create token intents, from data or a Google Pay token', PRIVATE_PUBLIC),
   p('token-intent:read', 'Read token intents (never their data)', PRIVATE),
   p('token-intent:delete', 'Delete token intents', PRIVATE),

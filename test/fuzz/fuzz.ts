@@ -27,6 +27,7 @@ const SSN = '078-05-1120';
 /** A 400's field paths name the part of the request they are about. */
 const FIELD_PATH = /^(body|query|params|headers|path|request)([.[]|$)/;
 const SECRET_VALUE = 'fuzz-secret-config-value-93f1';
+const BANK_ACCOUNT = '000111222333';
 const INFLIGHT = process.env.FUZZ_SUMMARY ? `${process.env.FUZZ_SUMMARY}.inflight` : undefined;
 /** Response fields that carry secrets (keys, session keys, nonces, webhook secrets). */
 const SECRET_FIELDS = ['key', 'api_key', 'session_key', 'nonce', 'secret'];
@@ -53,7 +54,7 @@ const base = server.url;
 const a = await tenantKeys(base, server.tenantId, server.key);
 const other = await createOtherTenant(server);
 const b = await tenantKeys(base, other.tenant_id, other.api_key);
-rememberSecret(PAN, SSN, SECRET_VALUE);
+rememberSecret(PAN, SSN, SECRET_VALUE, BANK_ACCOUNT);
 
 async function post(t: TenantKeys, type: 'management' | 'private', path: string, body: unknown): Promise<any> {
   const res = await send(base, { method: 'POST', path, headers: { 'svc-api-key': t.keys[type], 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -65,6 +66,8 @@ const year = new Date().getUTCFullYear() + 2;
 const card = await post(a, 'private', '/tokens', { id: 'fuzz-card', type: 'card', data: { number: PAN, expiration_month: 12, expiration_year: year, cvc: '123' } });
 const ssn = await post(a, 'private', '/tokens', { type: 'social_security_number', data: SSN, metadata: { k: 'v' }, search_indexes: ['{{ data | reveal_last: 4 }}'] });
 const foreignCard = await post(b, 'private', '/tokens', { type: 'card', data: { number: PAN, expiration_month: 1, expiration_year: year } });
+// The token test/security/resources.ts's example bank account verification names.
+const bank = await post(a, 'private', '/tokens', { id: 'fuzz-bank', type: 'bank', data: { routing_number: '021000021', account_number: BANK_ACCOUNT } });
 const proxy = async (t: TenantKeys, extra: Record<string, unknown>) => {
   const p = await post(t, 'management', '/proxies', { name: 'fuzz', destination_url: echo.url('/api'), require_auth: true, configuration: { secret: SECRET_VALUE }, ...extra });
   rememberSecret(p.key);
@@ -89,7 +92,7 @@ const expressions = [
   `{{ ${card.id} | hmac: missing }}`, `{{ ${card.id}`, '{{', `x {{ ${ssn.id} }} y {{ ${card.id} | card_mask }}`, `{{ ${card.id} | json: '$..a' }}`,
 ];
 const pools: Pools = {
-  strings: ['/', '/pci/', '/general/', '/a/b/', 'card', 'token', 'private', 'management', card.id, ssn.id, foreignCard.id, appId, '*', 'fuzz*', 'type:card', 'metadata.k:v', ...expressions],
+  strings: ['/', '/pci/', '/general/', '/a/b/', 'card', 'token', 'private', 'management', card.id, ssn.id, foreignCard.id, bank.id, 'US', '021000020', appId, '*', 'fuzz*', 'type:card', 'metadata.k:v', ...expressions],
   data: [
     { number: PAN, expiration_month: 12, expiration_year: year },
     SSN,

@@ -9,7 +9,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { Database } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { createLogger } from '../../src/logger.ts';
-import { start, type Running } from '../../src/main.ts';
+import { start, type Running, type StartOptions } from '../../src/main.ts';
 
 const adminUrl = process.env.COFFER_TEST_ADMIN_URL;
 const logDir = process.env.COFFER_TEST_LOG_DIR;
@@ -109,13 +109,16 @@ function testConfig(databaseUrl: string, env: Record<string, string>): Config {
   return loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '5', ...env });
 }
 
-/** A real Coffer server on a free port and a fresh database; logs go to the scanned log directory. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+/**
+ * A real Coffer server on a free port and a fresh database; logs go to the scanned log directory.
+ * `opts` as start() takes them (providers of the test's own, say).
+ */
+export async function startTestServer(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<TestServer> {
   const database = await createTestDatabase();
   // A DATA_DIR of its own: the generated key file must never be shared between servers or land in the repo.
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-test-server-'));
   const config = testConfig(database.url, { DATA_DIR: dataDir, DATABASE_POOL_SIZE: '10', ...env });
-  const running = await start(config, testLogger(config));
+  const running = await start(config, testLogger(config), opts);
   const key = running.firstKey!.api_key;
   rememberSecret(key);
   return {

@@ -100,6 +100,8 @@ export const RESOURCES: Record<string, Resource> = {
 const EXAMPLES: Record<string, unknown> = {
   'POST /tokenize': { card: tokenBody, list: [{ type: 'social_security_number', data: '123-45-6789' }], plain: 'kept' },
   'POST /detokenize': { a: 'no expressions here', n: [1, 2] },
+  // The fuzz suite's bank token (test/fuzz/fuzz.ts); elsewhere a 404, which is all a test without it needs.
+  'POST /enrichments/bank-account-verify': { token_id: 'fuzz-bank' },
   'POST /v2/tokens/search': { query: 'type:card', size: 5 },
   'POST /connections/google-pay/tokenize': { google_payment_method_token: googlePayTestToken },
   'POST /reactors/{id}/react': { args: { n: 1, s: 'x' } },

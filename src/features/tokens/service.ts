@@ -629,6 +629,28 @@ export function createTokenService(deps: {
     },
 
     /**
+     * One token named by id for a use of its data inside Coffer (an enrichment), checked as
+     * resolveForUse checks token:use, but an unknown id (or another tenant's) is 404 as on every
+     * route about one token. `check` sees the token and the transform token:use gives it, before
+     * anything is decrypted, and may refuse the use (throw). The use's audit entry (operation
+     * `use`, saying `purpose`) is added to `audit`, for the caller to write once the request is
+     * certain to use the data and before the data leaves Coffer.
+     */
+    async useOne(
+      principal: Principal,
+      id: string,
+      use: { purpose: string; audit: Item[]; check?: (row: TokenRow, transform: Transform) => void },
+    ): Promise<TokenView> {
+      const [row] = await load(principal.tenantId, [id]);
+      if (!row) throw ApiError.notFound('token');
+      const transform = permitted(principal, 'token:use', row);
+      use.check?.(row, transform);
+      const v = await view(principal, row, transform);
+      use.audit.push(logs.item(principal, { entityType: 'token', entityId: row.id, operation: 'use', message: `Token used for ${use.purpose} (${transform})` }));
+      return v;
+    },
+
+    /**
      * Deletes tokens past expires_at (unreadable since that instant), each with its audit entry
      * and token.expired, a batch per transaction, until none is left or SWEEP.batches have run:
      * a small fixed number per sweep would fall ever further behind a tenant expiring more tokens
