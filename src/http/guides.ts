@@ -18,6 +18,7 @@ export const GUIDES = [
   { name: 'proxies', title: 'Proxies (forwarding with detokenization and transforms)' },
   { name: 'payment-methods', title: 'Payment methods: token intents, Google Pay, bank account verification' },
   { name: 'google-pay', title: 'Google Pay tokens in depth (ECv2 checks, keys, error codes)' },
+  { name: '3ds', title: '3-D Secure: the provider interface and the test cards' },
   { name: 'webhooks', title: 'Webhooks (signed deliveries)' },
   { name: 'outbound', title: 'Outbound HTTP guard (SSRF protection)' },
   { name: 'security', title: 'Threat model: what each key, tenant and piece of code can and cannot do' },
