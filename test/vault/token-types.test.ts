@@ -46,6 +46,14 @@ const rows: Row[] = [
   { type: 'card', data: { number: '4242424242424242', cvc: '12' }, errors: { 'body.data.cvc': /3 or 4 digits/ } },
   { type: 'card', data: { number: '4242424242424242', cvc: 123 }, errors: { 'body.data.cvc': /3 or 4 digits/ } },
 
+  // network_token: a card's fields, a cryptogram always, an ECI of 1-2 digits
+  { type: 'network_token', data: { number: '4242424242424242', cryptogram: 'AgAAAAAABk4DWZ4C28yUQAAAAAA=' } },
+  { type: 'network_token', data: { number: '4242424242424242', expiration_month: 12, expiration_year: year + 2, cryptogram: 'AgAA', eci_indicator: '05' } },
+  { type: 'network_token', data: { number: '4242424242424242' }, errors: { 'body.data.cryptogram': /is required/ } },
+  { type: 'network_token', data: { number: '4242424242424242', cryptogram: 'not base64!' }, errors: { 'body.data.cryptogram': /base64/ } },
+  { type: 'network_token', data: { number: '4242424242424242', cryptogram: 'AgAA', eci_indicator: 5 }, errors: { 'body.data.eci_indicator': /1 or 2 digits/ } },
+  { type: 'network_token', data: { number: '4242424242424241', cryptogram: 'AgAA' }, errors: { 'body.data.number': /Luhn/ } },
+
   // card_number
   { type: 'card_number', data: '4242424242424242' },
   { type: 'card_number', data: '6200000000000005' },
