@@ -5,7 +5,7 @@ import { announceFirstKey, parseWorkerCount, runPrimary, runWorker, untilSignal 
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate } from './db/migrate.ts';
 import { openDatabase } from './db/open.ts';
-import { createLogger } from './logger.ts';
+import { processLogger } from './logger.ts';
 import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { QUOTA_NAMES, QUOTA_RANGES, type QuotaName } from './features/tenants/quotas.ts';
@@ -74,10 +74,11 @@ function noOptions(args: string[]): void {
 async function serve(config: Config, args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { workers: { type: 'string' } }, strict: true });
   const workers = parseWorkerCount(values.workers);
-  const log = createLogger(config.logLevel);
+  // A worker is given the primary's format (LOG_FORMAT in its environment), so all of a cluster's lines look alike.
+  const { log, format } = processLogger(config.logLevel, config.logFormat, 1);
   // A worker re-runs this command line (node:cluster forks the same script); the primary serves no API.
   if (cluster.isWorker) return runWorker(config, log);
-  if (workers > 1) return runPrimary(config, log, workers);
+  if (workers > 1) return runPrimary(config, log, workers, format);
   // Imported here, not above: a cluster's primary serves no API and need not load it.
   const { start } = await import('./main.ts');
   const running = await start(config, log, { announceFirstKey });
@@ -117,9 +118,9 @@ function ignoreEchoes(): void {
   }
 }
 
-/** One-shot commands log to stderr, so stdout carries only their result. */
+/** One-shot commands log to stderr, so stdout carries only their result; pretty when stderr is a terminal. */
 function cliLogger(config: Config) {
-  return createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, pino.destination(2));
+  return processLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, config.logFormat, 2).log;
 }
 
 async function runMigrate(config: Config): Promise<number> {

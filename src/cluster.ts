@@ -1,6 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { ConfigError, type Config } from './config.ts';
+import { ConfigError, type Config, type LogFormat } from './config.ts';
 import { openDatabase, type OpenDatabase } from './db/open.ts';
 import { clusterAggregator, listenMetrics, prepareWorkerMetrics, type MetricsListener } from './http/metrics.ts';
 import type { Logger } from './logger.ts';
@@ -94,8 +94,11 @@ export async function runWorker(config: Config, baseLog: Logger): Promise<number
 
 type Slot = { index: number; worker: Worker | undefined; startedAt: number; failures: number; restarts: number; timer: NodeJS.Timeout | undefined };
 
-/** The primary: prepares the shared state once, forks and supervises the workers, stops everything in order. */
-export async function runPrimary(config: Config, log: Logger, count: number): Promise<number> {
+/**
+ * The primary: prepares the shared state once, forks and supervises the workers, stops everything in order.
+ * `logFormat` is the primary's own, decided on its stdout (which the workers share): they get it as LOG_FORMAT.
+ */
+export async function runPrimary(config: Config, log: Logger, count: number, logFormat: LogFormat): Promise<number> {
   if (config.metricsToken && config.metricsPort === undefined) {
     throw new ConfigError([
       `METRICS_PORT is required with --workers ${count}: the primary serves the metrics of all workers there (each worker alone knows only its own)`,
@@ -108,7 +111,7 @@ export async function runPrimary(config: Config, log: Logger, count: number): Pr
   try {
     await warnIfTooManyConnections(database, config, count, log);
     const stopTimeoutMs = Math.max(config.shutdownGraceSeconds * 1000, JOBS_STOP_MS) + STOP_MARGIN_MS;
-    const supervisor = new Supervisor(log, count, { DATABASE_URL: database.url }, stopTimeoutMs);
+    const supervisor = new Supervisor(log, count, { DATABASE_URL: database.url, LOG_FORMAT: logFormat }, stopTimeoutMs);
     if (config.metricsToken) {
       const render = supervisor.metricsRenderer();
       metricsListener = await listenMetrics({ host: config.host, port: config.metricsPort!, token: config.metricsToken, log, render });

@@ -18,6 +18,8 @@ export type Config = {
   /** Statements running longer are cancelled (0: never); migrations are exempt. */
   databaseStatementTimeoutMs: number;
   logLevel: LogLevel;
+  /** LOG_FORMAT; unset (undefined), pretty when the log goes to a terminal and JSON otherwise. */
+  logFormat: LogFormat | undefined;
   cofferKeys: string | undefined;
   authCacheSeconds: number;
   sessionTtlSeconds: number;
@@ -90,6 +92,8 @@ export type Config = {
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 const LOG_LEVELS: LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+export type LogFormat = 'json' | 'pretty';
+const LOG_FORMATS: LogFormat[] = ['json', 'pretty'];
 
 export class ConfigError extends Error {
   readonly problems: string[];
@@ -118,6 +122,9 @@ export function loadConfig(env: Env = process.env): Config {
     databasePoolSize: read.int('DATABASE_POOL_SIZE', 20, 1, 500),
     databaseStatementTimeoutMs: read.int('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
     logLevel: read.oneOf('LOG_LEVEL', 'info', LOG_LEVELS),
+    logFormat: read.optional('LOG_FORMAT') === undefined
+      ? undefined
+      : read.oneOf('LOG_FORMAT', 'json', LOG_FORMATS, 'json for JSON lines, pretty for one readable line each; unset, pretty on a terminal and JSON otherwise'),
     cofferKeys: read.keyring('COFFER_KEYS'),
     authCacheSeconds: read.int('AUTH_CACHE_SECONDS', 5, 0, 300),
     sessionTtlSeconds: read.int('SESSION_TTL_SECONDS', 180, 1, 86_400),

@@ -1,5 +1,7 @@
+import tty from 'node:tty';
 import { pino, type Logger, type LoggerOptions, type DestinationStream } from 'pino';
-import type { LogLevel } from './config.ts';
+import { prettyFactory, type PrettyOptions } from 'pino-pretty';
+import type { LogFormat, LogLevel } from './config.ts';
 
 export type { Logger };
 
@@ -71,6 +73,93 @@ export function loggerOptions(level: LogLevel): LoggerOptions {
   };
 }
 
-export function createLogger(level: LogLevel, destination?: DestinationStream): Logger {
+/**
+ * A logger writing JSON lines to `destination` (stdout when none), or, with `format` pretty,
+ * one readable line per entry (see prettyOptions). Redaction and serializers are the same
+ * in both: the pretty printer reads the JSON line pino made, secrets already replaced.
+ */
+export function createLogger(level: LogLevel, destination?: DestinationStream, format: LogFormat = 'json'): Logger {
+  if (format === 'pretty') return pino(loggerOptions(level), prettyDestination(destination ?? pino.destination({ dest: 1, sync: true }), false));
   return destination ? pino(loggerOptions(level), destination) : pino(loggerOptions(level));
+}
+
+/** LOG_FORMAT when set; unset, readable lines for a person at a terminal, JSON lines for everything else (a pipe, a file, a log collector). */
+export function logFormatFor(setting: LogFormat | undefined, terminal: boolean): LogFormat {
+  return setting ?? (terminal ? 'pretty' : 'json');
+}
+
+/**
+ * A process's own logger on file descriptor `fd`: stdout for `serve`, stderr for one-shot
+ * commands (their stdout is their result). Its format is LOG_FORMAT's, or decided by whether
+ * that descriptor is a terminal; returned too, so a cluster's primary can hand it to its
+ * workers. Pretty lines are coloured on a terminal unless NO_COLOR is set.
+ */
+export function processLogger(level: LogLevel, setting: LogFormat | undefined, fd: 1 | 2, env: Record<string, string | undefined> = process.env): { log: Logger; format: LogFormat } {
+  const terminal = tty.isatty(fd);
+  const format = logFormatFor(setting, terminal);
+  if (format === 'pretty') {
+    const colorize = terminal && !env.NO_COLOR && env.TERM !== 'dumb';
+    return { log: pino(loggerOptions(level), prettyDestination(pino.destination({ dest: fd, sync: true }), colorize)), format };
+  }
+  // JSON as it always was: pino's own stdout, or stderr.
+  return { log: fd === 1 ? pino(loggerOptions(level)) : pino(loggerOptions(level), pino.destination(2)), format };
+}
+
+/**
+ * pino-pretty's printer in this process, in front of `destination`: each JSON line pino
+ * writes is turned into its readable line and written on at once. Not pino-pretty's stream
+ * or a transport (a worker thread): with a synchronous destination, a line logged just
+ * before the process exits or crashes is never lost, and any destination will do.
+ */
+function prettyDestination(destination: DestinationStream, colorize: boolean): DestinationStream {
+  const prettify = prettyFactory(prettyOptions(colorize));
+  return {
+    write(line: string) {
+      destination.write(prettify(line));
+    },
+  };
+}
+
+/**
+ * One line per entry: `[time] LEVEL: message`, then what matters of a request (method and
+ * URL, status and response time, its id), an error's message, and the other fields as
+ * compact JSON. The process id and host name are left out; an error that carries a stack
+ * (an unexpected one) has it on the lines after.
+ */
+export function prettyOptions(colorize: boolean): PrettyOptions {
+  return {
+    colorize,
+    translateTime: 'SYS:HH:MM:ss.l',
+    singleLine: true,
+    ignore: 'pid,hostname,reqId,req,res,responseTime',
+    errorLikeObjectKeys: ['err'],
+    messageFormat: prettyMessage,
+    // Printed after the line, only when there is a stack (undefined leaves it out): the message is already in the line.
+    customPrettifiers: { err: (err) => (isObject(err) && typeof err.stack === 'string' && err.stack !== '' ? printable(err.stack, true) : (undefined as unknown as string)) },
+  };
+}
+
+function prettyMessage(log: Record<string, unknown>, messageKey: string): string {
+  let line = typeof log[messageKey] === 'string' || typeof log[messageKey] === 'number' ? String(log[messageKey]) : '';
+  const { req, res, responseTime, err, reqId } = log;
+  if (isObject(req)) line += ` ${req.method} ${req.url}`;
+  if (isObject(res) && res.status !== undefined) line += ` ${res.status}`;
+  if (typeof responseTime === 'number') line += ` in ${responseTime.toFixed(1)} ms`;
+  const error = typeof err === 'string' ? err : isObject(err) ? `${err.message}${err.code ? ` (${err.code})` : ''}` : undefined;
+  if (error !== undefined) line += `: ${error}`;
+  // A generated id (a UUID) is told apart by its start; one the client sent is shown whole.
+  if (typeof reqId === 'string') line += ` (req ${/^[0-9a-f]{8}-[0-9a-f-]{27}$/.test(reqId) ? reqId.slice(0, 8) : reqId})`;
+  return printable(line, false);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+/** Control characters (terminal escapes, line breaks) from logged data are shown escaped, as JSON would, so one entry cannot fake another or drive the terminal. */
+function printable(text: string, keepLineBreaks: boolean): string {
+  return text.replace(keepLineBreaks ? /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/g : /[\u0000-\u001f\u007f-\u009f]/g, (c) => {
+    const escaped = JSON.stringify(c).slice(1, -1);
+    return escaped.length > 1 ? escaped : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
 }

@@ -177,3 +177,23 @@ describe('CORS_ORIGINS', () => {
     assert.throws(() => loadConfig({ CORS_ORIGINS: '*,https://shop.example' }), (err: unknown) => err instanceof ConfigError && /CORS_ORIGINS: \* allows every origin/.test(err.message));
   });
 });
+
+describe('LOG_FORMAT', () => {
+  it('unset (or empty) leaves the choice to where the log goes; json and pretty force one', () => {
+    assert.equal(loadConfig({}).logFormat, undefined);
+    assert.equal(loadConfig({ LOG_FORMAT: ' ' }).logFormat, undefined);
+    assert.equal(loadConfig({ LOG_FORMAT: 'json' }).logFormat, 'json');
+    assert.equal(loadConfig({ LOG_FORMAT: ' pretty ' }).logFormat, 'pretty');
+  });
+
+  it('refuses anything else, naming the setting, its values and what unset means', () => {
+    for (const value of ['text', 'JSON', 'auto', 'pretty,json']) {
+      assert.throws(
+        () => loadConfig({ LOG_FORMAT: value }),
+        (err: unknown) => err instanceof ConfigError && err.problems.length === 1
+          && err.problems[0] === `LOG_FORMAT must be one of json, pretty (got "${value}"): json for JSON lines, pretty for one readable line each; unset, pretty on a terminal and JSON otherwise`,
+        value,
+      );
+    }
+  });
+});

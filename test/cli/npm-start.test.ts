@@ -33,6 +33,7 @@ after(async () => {
 async function npmStart(databaseUrl: string) {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' };
   for (const name of Object.keys(env)) if (name.startsWith('npm_')) delete env[name];
+  delete env.LOG_FORMAT; // JSON lines (stdout is a pipe), read below
   const child = spawn('npm', ['start'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const entry: { child: ChildProcess; coffer: number | undefined } = { child, coffer: undefined };
   started.push(entry);

@@ -36,6 +36,7 @@ export class Coffer {
     this.dataDir = opts.dataDir;
     const base = { ...process.env };
     delete base.DATABASE_URL;
+    delete base.LOG_FORMAT; // JSON lines (stdout is a pipe), read below
     this.env = { ...base, LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: String(opts.port), DATA_DIR: opts.dataDir, ...opts.env };
   }
 
