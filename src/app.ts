@@ -46,6 +46,7 @@ import { OutboundClient } from './outbound/client.ts';
 import { Sandbox } from './sandbox/index.ts';
 import { createReactorService, RUN_JOB } from './features/reactors/service.ts';
 import { registerReactorRoutes } from './features/reactors/routes.ts';
+import { createMailer, createMailService, MAIL_JOB } from './mail/index.ts';
 import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { registerTenantRoutes } from './features/tenants/routes.ts';
@@ -141,14 +142,17 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     anonymousBurst: config.proxyAnonymousBurst,
     cacheSeconds: config.authCacheSeconds,
   });
+  // E-mail is queued in the sender's transaction and sent by the MAIL_JOB handler (src/mail).
+  const mail = createMailService({ db, vault, mailer: createMailer(config.mail), log, maxAttempts: config.mail.maxAttempts });
   // Background work by job kind; main.ts runs these when WORKERS=1. Add a kind here to handle it.
   const jobHandlers: JobHandlers = {
     [DELIVER_JOB]: (job) => webhooks.deliver(job),
     [RUN_JOB]: (job) => reactors.runJob(job),
+    [MAIL_JOB]: (job) => mail.deliver(job),
   };
-  // Webhook deliveries wait for endpoints on their own schedule; other kinds back off exponentially.
-  const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, webhooks, reactors, proxies, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  // Webhook deliveries and e-mail wait on their own schedules; other kinds back off exponentially.
+  const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule, [MAIL_JOB]: config.mail.retrySchedule };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, webhooks, reactors, proxies, mail, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {

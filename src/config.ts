@@ -2,6 +2,7 @@ import path from 'node:path';
 import { BANK_VERIFICATION_PROVIDER_NAMES, type BankVerificationProviderName } from './bank-verification/verifier.ts';
 import { DEFAULT_EMBEDDED_POSTGRES_DIR } from './db/embedded/location.ts';
 import { type GooglePaySettings, readGooglePaySettings } from './google-pay/settings.ts';
+import { type MailSettings, readMailSettings } from './mail/settings.ts';
 import { type CorsOrigins, parseOrigin } from './http/cors.ts';
 import { allowlistProblems } from './outbound/policy.ts';
 import { LocalKeyring, parseKeys } from './vault/keyring.ts';
@@ -88,6 +89,8 @@ export type Config = {
   googlePay: GooglePaySettings;
   /** Who answers POST /enrichments/bank-account-verify (src/bank-verification/). */
   bankVerificationProvider: BankVerificationProviderName;
+  /** SMTP_URL, MAIL_FROM, PUBLIC_URL, MAIL_MAX_ATTEMPTS, MAIL_RETRY_SCHEDULE: how e-mail is sent, and the base of its links. */
+  mail: MailSettings;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -112,11 +115,14 @@ export function loadConfig(env: Env = process.env): Config {
   const read = new Reader(env, problems);
   const proxyMaxBodyBytes = read.int('PROXY_MAX_BODY_BYTES', 1_048_576, 1024, 104_857_600);
   const outboundConnections = read.int('OUTBOUND_CONNECTIONS', 64, 1, 10_000);
+  const port = read.int('PORT', 8080, 0, 65535);
+  const host = read.string('HOST', '127.0.0.1');
+  const dataDir = path.resolve(read.string('DATA_DIR', './data'));
 
   const config: Config = {
-    port: read.int('PORT', 8080, 0, 65535),
-    host: read.string('HOST', '127.0.0.1'),
-    dataDir: path.resolve(read.string('DATA_DIR', './data')),
+    port,
+    host,
+    dataDir,
     embeddedPostgresDir: path.resolve(read.string('EMBEDDED_POSTGRES_DIR', DEFAULT_EMBEDDED_POSTGRES_DIR)),
     databaseUrl: read.databaseUrl('DATABASE_URL'),
     databasePoolSize: read.int('DATABASE_POOL_SIZE', 20, 1, 500),
@@ -175,6 +181,13 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: read.origins('CORS_ORIGINS'),
     googlePay: readGooglePaySettings((name) => read.optional(name), problems),
     bankVerificationProvider: read.oneOf('BANK_VERIFICATION_PROVIDER', 'test', BANK_VERIFICATION_PROVIDER_NAMES),
+    mail: readMailSettings((name) => read.optional(name), problems, {
+      host,
+      port,
+      dataDir,
+      maxAttempts: read.int('MAIL_MAX_ATTEMPTS', 6, 1, 50),
+      retrySchedule: read.durations('MAIL_RETRY_SCHEDULE', DEFAULT_MAIL_RETRY_SCHEDULE, 1, 86_400_000),
+    }),
   };
   // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
   config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);
@@ -203,6 +216,9 @@ export function loadConfig(env: Env = process.env): Config {
  * its events.
  */
 const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,10h';
+
+/** Waits between attempts to send an e-mail: 6 attempts over about 50 minutes, the first four within a sign-in link's 15. */
+const DEFAULT_MAIL_RETRY_SCHEDULE = '10s,1m,4m,15m,30m';
 
 const DURATION_UNITS_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 

@@ -6,6 +6,7 @@ import { Notifier } from './db/notifications.ts';
 import { JobRunner } from './db/jobs.ts';
 import { openDatabase, type OpenDatabase } from './db/open.ts';
 import type { Logger } from './logger.ts';
+import { logMailSetup } from './mail/index.ts';
 import { startSweeper } from './sweeper.ts';
 
 export type Running = {
@@ -41,6 +42,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
   try {
     await notifier.start();
     services = createServices({ config, db: database.db, notifier, log, providers: opts.providers });
+    logMailSetup(log, services.mail.mailer);
     // A KEK missing from COFFER_KEYS (or a wrong key under its id) stops the start, naming it,
     // instead of every request of the tenants it wraps failing with a 500.
     await services.vault.checkKeyring();
@@ -93,6 +95,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
         // Running jobs finish (bounded) while the database is still open; unfinished ones are retried after their lease.
         await Promise.all([jobs?.stop(), closed, metricsListener?.close()]);
         await services!.outbound.close();
+        await services!.mail.close();
         await services!.sandbox.dispose();
         // The seals counted since the last report, while the database is still open.
         await services!.vault.close().catch((err: Error) => log.warn({ err: err.message }, 'could not report data key usage'));
@@ -107,6 +110,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
     await app?.close().catch(() => {});
     await metricsListener?.close();
     await services?.outbound.close().catch(() => {});
+    await services?.mail.close().catch(() => {});
     await services?.sandbox.dispose();
     await notifier.close();
     await database.close();

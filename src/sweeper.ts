@@ -30,6 +30,8 @@ export function startSweeper(
     ['events', () => services.events.sweep(config.jobDeadRetentionDays)],
     // A reactor result (of a sync or an async run) is read soon after the run; it lives as long as finished jobs.
     ['reactor results', () => services.reactors.sweepResults(config.jobRetentionDays)],
+    // A message's status outlives its job as long as jobs do; messages whose job ended unsettled are given up on.
+    ['mail statuses', () => services.mail.sweep({ sentDays: config.jobRetentionDays, failedDays: config.jobDeadRetentionDays })],
   ];
   let running = false;
   const sweep = async () => {
