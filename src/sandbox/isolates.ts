@@ -9,7 +9,8 @@
  * (./index.ts). The SdkHost and FetchBridge a run gets there forward to the API process.
  */
 import ivm from 'isolated-vm';
-import { discardPrepared, execute, prepare, type Prepared } from './execute.ts';
+import { discardPrepared, prepare, type Prepared } from './contexts.ts';
+import { execute } from './execute.ts';
 import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
 import { Inflight } from './inflight.ts';
 import { byteLength } from './host-calls.ts';
