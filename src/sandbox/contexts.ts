@@ -48,7 +48,7 @@ export function discardPrepared(p: Prepared): void {
   releaseQuietly(p.context);
 }
 
-function releaseQuietly(handle: { release(): void }): void {
+export function releaseQuietly(handle: { release(): void }): void {
   try {
     handle.release();
   } catch {
