@@ -9,12 +9,13 @@
  * (./index.ts). The SdkHost and FetchBridge a run gets there forward to the API process.
  */
 import ivm from 'isolated-vm';
-import { discardPrepared, execute, prepare, type Prepared } from './execute.ts';
+import { discardPrepared, prepare, releaseQuietly, type Prepared } from './contexts.ts';
+import { execute } from './execute.ts';
 import { failure, runtimeFailure, syntaxFailure } from './failures.ts';
 import { Inflight } from './inflight.ts';
 import { byteLength } from './host-calls.ts';
 import { createWarmIsolate, disposeWarmIsolate, IsolatePool, type WarmIsolate } from './pool.ts';
-import { closesWrapper, USER_FILENAME, WRAPPER_HEAD, wrapUserCode } from './runtime.ts';
+import { closesWrapper, closesWrapperSync, USER_FILENAME, WRAPPER_HEAD, wrapUserCode } from './runtime.ts';
 import type { RunObserver, RunRequest, RunResult, SandboxFailure, SandboxLimits } from './types.ts';
 
 export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({
@@ -73,12 +74,44 @@ function compileFailure(err: unknown, code: string): SandboxFailure {
   return runtimeFailure();
 }
 
+function newChecker(): { isolate: ivm.Isolate; context: ivm.Context } {
+  const isolate = new ivm.Isolate({ memoryLimit: 32 });
+  try {
+    return { isolate, context: isolate.createContextSync() };
+  } catch (err) {
+    isolate.dispose();
+    throw err;
+  }
+}
+
+/**
+ * Compiles the user's code into `w`'s script, or says why it cannot run: a syntax error, or a
+ * wrapper it closes (code stored before that check existed still meets it at its first run).
+ */
+async function compile(w: WarmIsolate, context: ivm.Context, code: string): Promise<SandboxFailure | undefined> {
+  let script: ivm.Script | undefined;
+  try {
+    script = await w.isolate.compileScript(wrapUserCode(code), { filename: USER_FILENAME });
+    const closes = await closesWrapper(context, code);
+    if (closes !== undefined) return failure(400, 'invalid_code', closes);
+    w.script = script;
+    w.code = code;
+    script = undefined;
+    return undefined;
+  } catch (err) {
+    return compileFailure(err, code);
+  } finally {
+    if (script) releaseQuietly(script);
+  }
+}
+
 export class IsolateSandbox {
   readonly #limits: SandboxLimits;
   readonly #pool: IsolatePool;
   readonly #busy = new Set<WarmIsolate>();
   readonly #observer: RunObserver | undefined;
-  #checker: ivm.Isolate | undefined;
+  /** A small isolate that only ever compiles, with a context for the wrapper check: no tenant's code runs in it. */
+  #checker: { isolate: ivm.Isolate; context: ivm.Context } | undefined;
   #disposed = false;
   /** Runs and context preparations under way: dispose waits for them (bounded) to settle. */
   readonly #inflight = new Inflight();
@@ -116,23 +149,24 @@ export class IsolateSandbox {
 
   #compileCheck(code: string): SandboxFailure | undefined {
     try {
-      // A small isolate that only ever compiles: no tenant's code runs in it.
-      this.#checker ??= new ivm.Isolate({ memoryLimit: 32 });
-      this.#checker.compileScriptSync(wrapUserCode(code), { filename: USER_FILENAME }).release();
-      const closes = closesWrapper(code);
+      this.#checker ??= newChecker();
+      this.#checker.isolate.compileScriptSync(wrapUserCode(code), { filename: USER_FILENAME }).release();
+      const closes = closesWrapperSync(this.#checker.context, code);
       return closes === undefined ? undefined : failure(400, 'invalid_code', closes);
     } catch (err) {
       const f = compileFailure(err, code);
-      if (f.kind === 'runtime') {
-        try {
-          this.#checker?.dispose();
-        } catch {
-          // already gone
-        }
-        this.#checker = undefined;
-      }
+      if (f.kind === 'runtime') this.#disposeChecker();
       return f;
     }
+  }
+
+  #disposeChecker(): void {
+    try {
+      this.#checker?.isolate.dispose();
+    } catch {
+      // already gone
+    }
+    this.#checker = undefined;
   }
 
   /** Runs the code once. Never throws: whatever the code does comes back as `ok: false`. */
@@ -208,20 +242,10 @@ export class IsolateSandbox {
       w.ready = undefined;
       p = ready ? await ready : undefined;
       if (!w.script) {
-        try {
-          w.script = await w.isolate.compileScript(wrapUserCode(r.code), { filename: USER_FILENAME });
-          w.code = r.code;
-          // Code stored before this check existed still meets it at its first run.
-          const closes = closesWrapper(r.code);
-          if (closes !== undefined) {
-            healthy = true;
-            w.script.release();
-            w.script = undefined;
-            w.code = undefined;
-            return fail(failure(400, 'invalid_code', closes));
-          }
-        } catch (err) {
-          const f = compileFailure(err, r.code);
+        // The wrapper check parses the code in the context the run will use: nothing has run in it yet.
+        p ??= await prepare(w);
+        const f = await compile(w, p.context, r.code);
+        if (f) {
           healthy = f.kind !== 'runtime';
           return fail(f);
         }
@@ -270,12 +294,7 @@ export class IsolateSandbox {
       disposeWarmIsolate(w);
     }
     this.#busy.clear();
-    try {
-      this.#checker?.dispose();
-    } catch {
-      // already gone
-    }
-    this.#checker = undefined;
+    this.#disposeChecker();
     await this.#inflight.settle(waitMs);
   }
 }

@@ -6,7 +6,7 @@
  * run of the same code.
  */
 import ivm from 'isolated-vm';
-import type { Prepared } from './execute.ts';
+import type { Prepared } from './contexts.ts';
 import type { SandboxFailure } from './types.ts';
 import { RUNTIME_SOURCE } from './runtime.ts';
 
@@ -22,8 +22,8 @@ export type WarmIsolate = {
   script?: ivm.Script;
   /**
    * The context for the next run, made while the isolate is idle: the last run's context with
-   * the module loaded (reset by the next run's arm), or a fresh one (prepare), see ./execute.ts.
-   * Undefined if it could not be made.
+   * the module loaded (reset by the next run's arm), or a fresh one (prepare, ./contexts.ts),
+   * see ./execute.ts. Undefined if it could not be made.
    */
   ready?: Promise<Prepared | undefined>;
   /** While a run is under way: ends it at once with this failure (the sandbox shutting down). */
@@ -32,7 +32,7 @@ export type WarmIsolate = {
   heldBytes: number;
   /** Runs since it was last measured. */
   unmeasuredRuns: number;
-  /** ICU memory (KB) of the Intl objects in the contexts it discarded (see ./execute.ts). */
+  /** ICU memory (KB) of the Intl objects in the contexts it discarded (see ./memory-accounting.ts). */
   discardedIntlKb: number;
 };
 

@@ -145,6 +145,7 @@ describe('the wrapper a module is loaded in', () => {
     assert.equal(f?.status, 400);
     assert.equal(f?.kind, 'invalid_code');
     assert.match(f!.detail, /may not close the function/);
+    assert.match(f!.detail, /^SyntaxError: Unexpected token '\}' /, 'names the brace that closes the wrapper');
     assert.equal(sb.check(`module.exports = async () => ({ raw: '}); ({' });`), undefined, 'braces in strings are fine');
   });
 
@@ -153,6 +154,7 @@ describe('the wrapper a module is loaded in', () => {
     assert.ok(!r.ok);
     assert.equal(r.error.status, 400);
     assert.match(r.error.detail, /may not close the function/);
+    assert.match(r.error.detail, /^SyntaxError: Unexpected token '\}' /);
   });
 });
 

@@ -8,7 +8,7 @@
 //   call that makes a formatter of its own. Past it, each such call is a RangeError thrown
 //   before anything is made, so a loop catching the error cannot go on allocating.
 // - ICU memory held at once by the objects of this context (LIMITS.maxIntlKb, which the host
-//   derives from the isolate's memory limit, see intlBudgetKb in ../execute.ts), an estimate per
+//   derives from the isolate's memory limit, see intlBudgetKb in ../memory-accounting.ts), an estimate per
 //   object (INTL_KB, measured on Node 24; a Segments object and its iterators copy their
 //   text, 2 bytes per code unit). An object gives its share back once the garbage collector
 //   has collected it (the runtime's own FinalizationRegistry, whose callback only does
@@ -16,7 +16,7 @@
 //   synchronous stretch of code count until the next task, which over-estimates, safely.
 //   Only a full collection frees a registered object, so the host also reads the figure
 //   (control('intl'), and intlKb in each run's report) and replaces an isolate whose
-//   contexts hold much of it (../execute.ts).
+//   contexts hold much of it (../execute.ts, ../memory-accounting.ts).
 //
 // toLocaleString, toLocaleDateString, toLocaleTimeString (Date), toLocaleString (Number,
 // BigInt, and through them Array's and typed arrays') and localeCompare with locales or options
