@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { MapOf } from '../../http/schemas.ts';
 import {
   ACCOUNT_AGE_CODES, ACCOUNT_CHANGE_CODES, ACCOUNT_TYPE_CODES, ADDRESS_MATCH_VALUES, AUTHENTICATION_CATEGORY_CODES,
   AUTHENTICATION_METHOD_CODES, AUTHENTICATION_TYPE_SESSIONS, CHALLENGE_PREFERENCE_CODES, DELIVERY_TIME_FRAME_CODES,
@@ -141,8 +142,8 @@ export const AuthenticateBody = Type.Object({
   merchant_info: Type.Optional(MerchantInfo),
   requestor_info: RequestorInfo,
   cardholder_info: CardholderInfo,
-  broadcast_info: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Free-form data sent to the 3DS Server, the directory server and the ACS' })),
-  message_extensions: Type.Optional(Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: 10, description: 'EMV message extensions (at most 10 objects): data for requirements outside the standard 3DS format' })),
+  broadcast_info: Type.Optional(MapOf(Type.Unknown(), { description: 'Free-form data sent to the 3DS Server, the directory server and the ACS' })),
+  message_extensions: Type.Optional(Type.Array(MapOf(Type.Unknown()), { maxItems: 10, description: 'EMV message extensions (at most 10 objects): data for requirements outside the standard 3DS format' })),
 }, Strict);
 
 export type AuthenticateBodyInput = Static<typeof AuthenticateBody>;
