@@ -50,6 +50,10 @@ import { createMailer, createMailService, MAIL_JOB } from './mail/index.ts';
 import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { registerTenantRoutes } from './features/tenants/routes.ts';
+import { createThreeDSService, DECOUPLED_JOB } from './features/threeds/service.ts';
+import { registerThreeDSRoutes } from './features/threeds/routes.ts';
+import { registerThreeDSPages } from './features/threeds/pages.ts';
+import { createThreeDSSimulator, type ThreeDSProvider } from './threeds/index.ts';
 
 /** Coffer's version, package.json's: the OpenAPI document and the API reference show it. */
 export const VERSION: string = pkg.version;
@@ -57,7 +61,11 @@ export const VERSION: string = pkg.version;
 export type Services = ReturnType<typeof createServices>;
 
 /** Providers handed in by code that embeds Coffer, in place of the ones the configuration names. */
-export type Providers = { bankAccountVerifier?: BankAccountVerifier };
+export type Providers = {
+  bankAccountVerifier?: BankAccountVerifier;
+  /** A 3DS provider (docs/3ds.md), made given where Coffer serves the simulated ACS's pages; the simulator otherwise. */
+  threeds?: (acsBaseUrl: string) => ThreeDSProvider;
+};
 
 /** The composition root: every service, wired once per process. */
 export function createServices(deps: { config: Config; db: Database; notifier: Notifier; log: Logger; providers?: Providers }) {
@@ -100,6 +108,13 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const enrichments = createEnrichmentService({
     tokens, logs, log,
     verifier: deps.providers?.bankAccountVerifier ?? createBankAccountVerifier(config.bankVerificationProvider),
+  });
+  const threeds = createThreeDSService({
+    db, vault, logs, events, tokens, intents: tokenIntents, log,
+    provider: deps.providers?.threeds ?? ((acsBaseUrl) => createThreeDSSimulator({ acsBaseUrl, decoupledDelayMs: config.threedsDecoupledDelayMs })),
+    // Read when a URL is made: with PORT 0, main.ts sets it once the server listens.
+    publicUrl: () => config.mail.publicUrl,
+    ttlMinutes: config.threedsSessionTtlMinutes,
   });
   const authenticator = new Authenticator(
     // Shared by the concurrent requests of one key (src/http/auth.ts): outside any request's transaction.
@@ -149,10 +164,11 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     [DELIVER_JOB]: (job) => webhooks.deliver(job),
     [RUN_JOB]: (job) => reactors.runJob(job),
     [MAIL_JOB]: (job) => mail.deliver(job),
+    [DECOUPLED_JOB]: (job) => threeds.completeDecoupled(job),
   };
   // Webhook deliveries and e-mail wait on their own schedules; other kinds back off exponentially.
   const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule, [MAIL_JOB]: config.mail.retrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, webhooks, reactors, proxies, mail, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, threeds, webhooks, reactors, proxies, mail, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -189,6 +205,8 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerGooglePayRoutes(app, services.googlePay);
   registerDetokenizeRoutes(app, services.detokenize);
   registerEnrichmentRoutes(app, services.enrichments);
+  registerThreeDSRoutes(app, services.threeds);
+  registerThreeDSPages(app, services.threeds, () => config.mail.publicUrl);
   registerWebhookRoutes(app, services.webhooks);
   registerReactorRoutes(app, services.reactors);
   registerProxyRoutes(app, services.proxies, { maxBodyBytes: config.proxyMaxBodyBytes });

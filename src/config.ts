@@ -89,6 +89,10 @@ export type Config = {
   googlePay: GooglePaySettings;
   /** Who answers POST /enrichments/bank-account-verify (src/bank-verification/). */
   bankVerificationProvider: BankVerificationProviderName;
+  /** How long a 3DS session lives from its creation (and, once authenticated, from its authentication), in minutes. */
+  threedsSessionTtlMinutes: number;
+  /** How long the 3DS simulator's issuer takes to complete a decoupled challenge, in ms (capped by decoupled_challenge_max_time). */
+  threedsDecoupledDelayMs: number;
   /** SMTP_URL, MAIL_FROM, PUBLIC_URL, MAIL_MAX_ATTEMPTS, MAIL_RETRY_SCHEDULE: how e-mail is sent, and the base of its links. */
   mail: MailSettings;
 };
@@ -181,6 +185,8 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: read.origins('CORS_ORIGINS'),
     googlePay: readGooglePaySettings((name) => read.optional(name), problems),
     bankVerificationProvider: read.oneOf('BANK_VERIFICATION_PROVIDER', 'test', BANK_VERIFICATION_PROVIDER_NAMES),
+    threedsSessionTtlMinutes: read.int('THREEDS_SESSION_TTL_MINUTES', 30, 1, 1440),
+    threedsDecoupledDelayMs: read.int('THREEDS_DECOUPLED_DELAY_MS', 5000, 0, 604_800_000),
     mail: readMailSettings((name) => read.optional(name), problems, {
       host,
       port,

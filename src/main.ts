@@ -52,6 +52,8 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
     const url = await app.listen({ port: config.port, host: config.host }).catch((err: Error) => {
       throw new Error(`cannot listen on HOST ${config.host}, PORT ${config.port}: ${err.message}`);
     });
+    // PORT 0 (a port chosen at start) leaves the default PUBLIC_URL without a port: it is the address listened on.
+    if (new URL(config.mail.publicUrl).port === '0') config.mail.publicUrl = url;
     // Once listening, the server emits 'error' when accepting a connection fails (out of file
     // descriptors or memory): with no listener that would end the process for every tenant.
     app.server.on('error', (err) => log.error({ err: err.message }, 'a connection could not be accepted'));

@@ -22,6 +22,7 @@ export function startSweeper(
     ['sessions', () => services.sessions.sweepExpired()],
     ['tokens', () => services.tokens.sweepExpired()],
     ['token intents', () => services.tokenIntents.sweepExpired()],
+    ['3ds sessions', () => services.threeds.sweepExpired()],
     ['idempotency keys', () => sweepIdempotencyKeys(db)],
     ['finished jobs', () => sweepJobs(db, { doneDays: config.jobRetentionDays, deadDays: config.jobDeadRetentionDays })],
     // Delivery records explain dead-lettered deliveries, so they are kept as long as dead jobs.

@@ -78,6 +78,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'The request body (or the data it stands for) is too large',
   415: 'The Content-Type is not one this operation takes',
   422: 'The request is well-formed but cannot be carried out (also: this SVC-IDEMPOTENCY-KEY was used for another request)',
+  424: 'A service the operation depends on failed (3DS: the Directory Server or the 3DS Server); the body says which, and whether to retry with a new session',
   429: 'Too many requests (or runs) at once; retry shortly',
   502: 'A provider Coffer calls for the answer (bank account verification) failed or gave no usable answer; retry later',
   503: 'The database is not available right now; retry shortly',

@@ -1,6 +1,6 @@
 import type { FieldErrorList } from '../http/errors.ts';
 import { childPath } from '../http/field-path.ts';
-import { abaValid, luhnValid } from './checksums.ts';
+import { abaValid, cardNumberChecks } from './checksums.ts';
 import { cardBrand } from './card-brands.ts';
 
 /**
@@ -34,7 +34,7 @@ function cardNumber(value: unknown, field: string, errors: FieldErrorList): stri
     return undefined;
   }
   if (!/^\d{12,19}$/.test(value)) errors.add(field, 'must be 12 to 19 digits');
-  else if (!luhnValid(value)) errors.add(field, 'is not a valid card number (Luhn check failed)');
+  else if (!cardNumberChecks(value)) errors.add(field, 'is not a valid card number (Luhn check failed)');
   return value;
 }
 

@@ -96,6 +96,19 @@ export function createTokenIntentService(deps: {
       return present(principal, row);
     },
 
+    /**
+     * A live intent with its data, left in place: for a use that does not convert it (a 3DS
+     * session reads the card of its intent). `field` names the request field that named it.
+     */
+    async open(principal: Principal, id: string, field: string): Promise<TakenIntent> {
+      const row = await findTokenIntent(db, principal.tenantId, id);
+      if (!row) {
+        const message = `token intent ${id} does not exist: it may have expired or been converted to a token`;
+        throw new ApiError(404, message, { [field]: [message] });
+      }
+      return { row, data: await vault.decrypt(principal.tenantId, intentAad(id), row.ciphertext, row.data_key_id) };
+    },
+
     async remove(principal: Principal, id: string): Promise<void> {
       await db.transaction(async (tx) => {
         const row = await takeTokenIntent(db, principal.tenantId, id, tx);

@@ -14,6 +14,12 @@ export const WEBHOOK_EVENT_TYPES = [
   'token-intent.created',
   'token-intent.deleted',
   'token-intent.converted',
+  '3ds.session.created',
+  '3ds.session.method-completed',
+  '3ds.session.authenticated',
+  '3ds.session.challenge-completed',
+  '3ds.session.decoupled-challenge-notification',
+  '3ds.session.challenge-result-retrieved',
 ] as const;
 export const ALL_EVENTS = '*';
 
