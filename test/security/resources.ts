@@ -46,6 +46,8 @@ export async function tenantKeys(base: string, tenantId: string, management: str
 type Ctx = { tenant: TenantKeys; parents: string[] };
 type Resource = {
   create(ctx: Ctx): Promise<string>;
+  /** What a route on the resource needs done to it first, by route (`GET /3ds/sessions/{id}/challenge-result`: an authenticated session). */
+  ready?: Record<string, (ctx: Ctx, id: string) => Promise<void>>;
   /** A valid body for creating one (POST on the collection), also the base the fuzz suite mutates. */
   example?: unknown;
   /** A valid body for replacing one (PUT), when the generic minimal body would not do. */
@@ -70,6 +72,17 @@ const googlePayTestToken = {
   intermediateSigningKey: { signedKey: 'test', signatures: ['test'] },
   signedMessage: JSON.stringify({ number: PAN, expiration_month: 12, expiration_year: new Date().getUTCFullYear() + 2 }),
 };
+/** A 3DS session of the tenant's own card token (4111111111111111: attempted, frictionless), and its authentication. */
+const threedsAuthenticateBody = {
+  authentication_category: 'non-payment',
+  authentication_type: 'add-card',
+  requestor_info: { id: 'requestor-1', name: 'Generated', url: 'https://example.com' },
+  cardholder_info: { name: 'Jane Doe', email: 'jane@example.com' },
+};
+async function threedsSession(ctx: Ctx): Promise<string> {
+  const token = await created(ctx, 'private', '/tokens', tokenBody);
+  return created(ctx, 'private', '/3ds/sessions', { token_id: token, type: 'customer' });
+}
 const webhookBody = { name: 'generated webhook', url: 'https://example.com/hooks/coffer', events: ['token.created'] };
 
 /** Keyed by the path template before the id: `/applications/{id}/keys` creates a key of application {id}. */
@@ -94,6 +107,17 @@ export const RESOURCES: Record<string, Resource> = {
     create: (ctx) => created(ctx, 'private', `/reactors/${ctx.parents[0]}/react-async`, { args: { n: 1 } }, (b) => b.asyncReactorRequestId, 202),
   },
   '/proxies': { create: (ctx) => created(ctx, 'management', '/proxies', proxyBody), example: proxyBody, replacement: proxyBody },
+  '/3ds/sessions': {
+    create: threedsSession,
+    // The fuzz suite's card token (test/fuzz/fuzz.ts); elsewhere a 404.
+    example: { token_id: 'fuzz-card', type: 'customer' },
+    ready: {
+      // A final result to read: the session authenticated (frictionless).
+      'GET /3ds/sessions/{id}/challenge-result': async (ctx, id) => {
+        await created(ctx, 'private', `/3ds/sessions/${id}/authenticate`, threedsAuthenticateBody, () => '', 200);
+      },
+    },
+  },
 };
 
 /** Valid bodies of action routes that create nothing addressable; anything else falls back to the schema. */
@@ -106,6 +130,7 @@ const EXAMPLES: Record<string, unknown> = {
   'POST /connections/google-pay/tokenize': { google_payment_method_token: googlePayTestToken },
   'POST /reactors/{id}/react': { args: { n: 1, s: 'x' } },
   'POST /reactors/{id}/react-async': { args: { n: 1 } },
+  'POST /3ds/sessions/{id}/authenticate': threedsAuthenticateBody,
 };
 
 /** Fails for a route whose ids name a collection RESOURCES cannot create. */
@@ -127,6 +152,7 @@ export async function createPathResources(op: Operation, tenant: TenantKeys): Pr
   const parents: string[] = [];
   for (const { param, collection } of collectionsOf(op)) {
     const id = await RESOURCES[collection].create({ tenant, parents: [...parents] });
+    await RESOURCES[collection].ready?.[label(op)]?.({ tenant, parents: [...parents] }, id);
     values[param] = id;
     parents.push(id);
   }
