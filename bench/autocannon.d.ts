@@ -1,6 +1,14 @@
 // The part of autocannon's API the bench uses (the package ships no types).
 declare module 'autocannon' {
-  export type Request = { method?: string; path?: string; headers?: Record<string, string>; body?: string };
+  /** `context` is the connection's own: what one request's onResponse keeps there, its next request's setupRequest reads. */
+  export type Request = {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    setupRequest?: (request: Request, context: Record<string, unknown>) => Request;
+    onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
+  };
 
   export type Options = {
     url: string;

@@ -8,7 +8,22 @@ import autocannon, { type Request as AutocannonRequest, type Result } from 'auto
 export type { Result };
 
 /** One request a scenario sends; autocannon cycles through a scenario's list on every connection. */
-export type Req = { method?: string; path: string; headers?: Record<string, string>; json?: unknown };
+export type Req = {
+  method?: string;
+  /** May name what an earlier request of the same connection captured: `/3ds/sessions/{id}/authenticate`. */
+  path: string;
+  headers?: Record<string, string>;
+  json?: unknown;
+  /** Keeps this field of the JSON response for the connection's next requests (their `{field}` in the path). */
+  capture?: string;
+};
+
+const PLACEHOLDER = /\{([a-z_]+)\}/g;
+
+/** `path` with its `{name}`s taken from `context`. */
+function filled(path: string, context: Record<string, unknown>): string {
+  return path.replace(PLACEHOLDER, (_, name: string) => encodeURIComponent(String(context[name])));
+}
 
 export class BenchError extends Error {}
 
@@ -134,16 +149,27 @@ function toAutocannon(req: Req): AutocannonRequest {
     body = JSON.stringify(req.json);
     headers['content-type'] = 'application/json';
   }
-  return { method: req.method ?? 'GET', path: req.path, headers, body };
+  const out: AutocannonRequest = { method: req.method ?? 'GET', path: req.path, headers, body };
+  if (req.path.includes('{')) out.setupRequest = (r, context) => ({ ...r, path: filled(req.path, context) });
+  const capture = req.capture;
+  if (capture) {
+    out.onResponse = (status, text, context) => {
+      if (status < 300) context[capture] = (JSON.parse(text) as Record<string, unknown>)[capture];
+    };
+  }
+  return out;
 }
 
 /** One request of each kind sent by hand first: a wrong key or path fails here with the server's answer, not as a table of 401s. */
 export async function probe(label: string, url: string, reqs: Req[]): Promise<void> {
+  const context: Record<string, unknown> = {};
   for (const req of reqs) {
     const r = toAutocannon(req);
-    const res = await fetch(url + r.path, { method: r.method, headers: r.headers, body: r.body });
+    const path = filled(req.path, context);
+    const res = await fetch(url + path, { method: r.method, headers: r.headers, body: r.body });
     const text = await res.text();
-    if (!res.ok) throw new BenchError(`${label}: ${r.method} ${r.path} answered ${res.status}: ${text.slice(0, 500)}`);
+    if (!res.ok) throw new BenchError(`${label}: ${r.method} ${path} answered ${res.status}: ${text.slice(0, 500)}`);
+    if (req.capture) context[req.capture] = (JSON.parse(text) as Record<string, unknown>)[req.capture];
   }
 }
 

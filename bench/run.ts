@@ -22,6 +22,7 @@ import { runStats, scrapeRunBuckets } from './sandbox-runs.ts';
 import { cpuTimes, percent, STEAL_WARNING, stealShare } from './steal.ts';
 import { waitWorkersServing } from './workers.ts';
 import { googlePay, googlePayEnv, googlePayRequests } from './google-pay.ts';
+import { threeds, threedsRequests } from './threeds.ts';
 import { Client } from 'undici';
 
 /** What prepare/requests get: the running Coffer, its management key, and a way to set data up through the API. */
@@ -80,6 +81,8 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
   'echo.direct': { server: 'baseline', requests: () => ECHO_DIRECT },
   // The `tokens.create` scenario's requests, as the baseline of googlepay.tokenize (arrow: `vault` is defined below).
   'tokens.create': { prepare: (ctx) => vault(ctx), requests: (_, { key }) => createTokenRequest(key) },
+  // The `tokens.get` scenario's requests, as the baseline of threeds.frictionless (arrow: `vault` is defined below).
+  'tokens.get': { prepare: (ctx) => vault(ctx), requests: (_, { key, ids }) => getTokenRequests(key, ids) },
 };
 
 // The token scenarios: a private application allowed to create, read (reveal) and use every token.
@@ -175,7 +178,7 @@ const scenarios: Scenario[] = [
     p99_target_ms: 25,
     connections: 64,
     prepare: vault,
-    requests: (_, { key, ids }) => ids.map((id: string) => ({ path: `/tokens/${id}`, headers: { 'svc-api-key': key } })),
+    requests: (_, { key, ids }) => getTokenRequests(key, ids),
   },
   {
     // Check the ECv2 token's shape, verify the intermediate key's signature under the root key and the
@@ -187,6 +190,16 @@ const scenarios: Scenario[] = [
     connections: 64,
     prepare: googlePay,
     requests: googlePayRequests,
+  },
+  {
+    // Two requests an iteration (bench/threeds.ts): a 3DS session created for a card token, then authenticated
+    // frictionlessly with the simulator. Against tokens.get of the same run: each request reads and decrypts a token too.
+    name: 'threeds.frictionless',
+    baseline: 'tokens.get',
+    target: 0.4,
+    connections: 64,
+    prepare: threeds,
+    requests: threedsRequests,
   },
   {
     // Parse the expression, load and decrypt the token, audit the use, render $.number into the body.
@@ -238,6 +251,10 @@ const scenarios: Scenario[] = [
       ids.map((id: string) => proxyRequest(key, proxyKey, { ...PAYMENT, card: { number: `{{ ${id} | json: '$.number' }}`, expiration: `{{ ${id} | card_exp: 'MM/YY' }}` } })),
   },
 ];
+
+function getTokenRequests(key: string, ids: string[]): Req[] {
+  return ids.map((id) => ({ path: `/tokens/${id}`, headers: { 'svc-api-key': key } }));
+}
 
 function createTokenRequest(key: string): Req {
   return { method: 'POST', path: '/tokens', headers: { 'svc-api-key': key }, json: CARD };

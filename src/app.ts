@@ -110,7 +110,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     verifier: deps.providers?.bankAccountVerifier ?? createBankAccountVerifier(config.bankVerificationProvider),
   });
   const threeds = createThreeDSService({
-    db, vault, logs, events, tokens, intents: tokenIntents, log,
+    db, groupCommit, vault, logs, events, tokens, intents: tokenIntents, log,
     provider: deps.providers?.threeds ?? ((acsBaseUrl) => createThreeDSSimulator({ acsBaseUrl, decoupledDelayMs: config.threedsDecoupledDelayMs })),
     // Read when a URL is made: with PORT 0, main.ts sets it once the server listens.
     publicUrl: () => config.mail.publicUrl,

@@ -196,6 +196,12 @@ export function isThreeDSServiceError(value: unknown): value is ThreeDSServiceEr
 
 export interface ThreeDSProvider {
   readonly name: string;
+  /**
+   * True when the provider runs in this process and sends the card nowhere (the simulator): the
+   * feature then audits the card's use in the same write as what the call produced. Otherwise
+   * the use is audited before each call, since the card leaves Coffer with it.
+   */
+  readonly local?: boolean;
   /** Version lookup at session creation: card range → versions, DS id, Method URL. */
   prepare(card: ThreeDSCard, ctx: PrepareContext): Promise<PreparedSession | ThreeDSServiceError>;
   /** AReq/ARes: frictionless Y/A/N/U/R/I, or C/D with the challenge state to store. */

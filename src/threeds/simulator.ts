@@ -146,6 +146,7 @@ export function createThreeDSSimulator(options: ThreeDSSimulatorOptions): ThreeD
 
   return {
     name: 'simulator',
+    local: true,
     prepare,
     authenticate,
     challengePrompt,

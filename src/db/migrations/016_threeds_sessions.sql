@@ -36,3 +36,13 @@ CREATE TABLE threeds_sessions (
 -- threeDSServerTransID, a random UUID the browser carries): unique across tenants.
 CREATE UNIQUE INDEX threeds_sessions_id ON threeds_sessions (id);
 CREATE INDEX threeds_sessions_expiry ON threeds_sessions (expires_at);
+-- One row per authenticated session, written with the authentication itself (in one
+-- statement with its audit entry and event): its key is what lets a session authenticate
+-- once, so of two authenticates at once the second fails whole, and is answered 409.
+CREATE TABLE threeds_authentications (
+  tenant_id   uuid NOT NULL,
+  session_id  uuid NOT NULL,
+  created_at  timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (tenant_id, session_id),
+  FOREIGN KEY (tenant_id, session_id) REFERENCES threeds_sessions (tenant_id, id) ON DELETE CASCADE
+);

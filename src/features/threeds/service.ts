@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../access/principal.ts';
 import type { Transform } from '../../access/rules.ts';
-import type { Database } from '../../db/database.ts';
-import type { Item } from '../../db/group-commit.ts';
+import { Coalescer } from '../../db/coalescer.ts';
+import { type Database, isForeignKeyViolation, isUniqueViolation } from '../../db/database.ts';
+import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { ApiError, type Problem } from '../../http/errors.ts';
 import type { Logger } from '../../logger.ts';
 import {
@@ -19,13 +20,17 @@ import { validateAuthenticateRequest } from './authenticate-rules.ts';
 import { validateCreateSessionRequest } from './create-rules.ts';
 import { createBrowserSide, scheduleDecoupled } from './browser.ts';
 export { DECOUPLED_JOB } from './browser.ts';
-import { deleteExpiredSessions, findSession, insertSession, type MethodState, type SessionRow, updateSession } from './store.ts';
+import {
+  type Authentication, AUTHENTICATED_ONCE, deleteExpiredSessions, findSession, findSessionsByKeys, insertAuthenticationsStatement, insertSessionsStatement, type MethodState,
+  type NewSession, type SessionRow, updateAuthenticatedStatement,
+} from './store.ts';
 
 /** The token types (of tokens and of intents) a 3DS session takes: what holds a card number. */
 const CARD_TYPES = ['card', 'network_token'];
 
 export type ThreeDSDeps = {
   db: Database;
+  groupCommit: GroupCommit;
   vault: Vault;
   logs: LogService;
   events: EventService;
@@ -62,11 +67,23 @@ export class ThreeDSServiceProblem extends ApiError {
 export type ThreeDSCore = ReturnType<typeof createCore>;
 
 function createCore(deps: ThreeDSDeps) {
-  const { vault, publicUrl } = deps;
+  const { db, vault, publicUrl, groupCommit } = deps;
   let provider: ThreeDSProvider | undefined;
+  // Reads outside a transaction: concurrent lookups of any tenants share one SELECT.
+  const loader = new Coalescer<{ tenantId: string; id: string }, SessionRow | undefined>(
+    async (keys) => {
+      const rows = new Map((await findSessionsByKeys(db, keys)).map((r) => [`${r.tenant_id}/${r.id}`, r]));
+      return keys.map((k) => rows.get(`${k.tenantId}/${k.id}`));
+    },
+    { maxBatch: 256, maxInFlight: 4, isolateFailures: false },
+  );
   const aad = (id: string) => `3ds-session:${id}`;
-  return {
+  const core = {
     ...deps,
+    // Sessions are created, and authenticated, each in one group-committed statement with their audit entry and event.
+    sessionTable: groupCommit.table<NewSession>('threeds_sessions', { insert: insertSessionsStatement }),
+    authenticationTable: groupCommit.table<Authentication>('threeds_authentications', { insert: insertAuthenticationsStatement }),
+    authenticatedTable: groupCommit.table<Authentication>('threeds_session_updates', { insert: updateAuthenticatedStatement }),
     /** Made on first use, when PUBLIC_URL is known for certain. */
     provider: (): ThreeDSProvider => (provider ??= deps.provider(`${publicUrl()}/3ds/acs`)),
     methodNotificationUrl: (id: string) => `${publicUrl()}/3ds/sessions/${id}/method-notification`,
@@ -81,7 +98,23 @@ function createCore(deps: ThreeDSDeps) {
       return (await vault.decrypt(row.tenant_id, aad(row.id), row.challenge, row.challenge_key_id)) as ChallengeState;
     },
     notFound: (id: string) => new ApiError(404, `3DS session ${id} was not found (it may have expired).`),
+    /** A live session of the tenant, or a 404. */
+    async load(tenantId: string, id: string): Promise<SessionRow> {
+      const row = db.inTransaction() ? await findSession(db, tenantId, id) : await loader.submit({ tenantId, id });
+      if (!row) throw new ApiError(404, `3DS session ${id} was not found (it may have expired).`);
+      return row;
+    },
+    /**
+     * Writes a card's use before it goes to a provider that sends it out; for a local provider
+     * (the simulator), returns it to be written with what the call produced.
+     */
+    async auditUse(audit: Item[]): Promise<Item[]> {
+      if (core.provider().local) return audit;
+      await deps.logs.writeItems(audit);
+      return [];
+    },
   };
+  return core;
 }
 
 /**
@@ -91,7 +124,7 @@ function createCore(deps: ThreeDSDeps) {
  */
 export function createThreeDSService(deps: ThreeDSDeps) {
   const core = createCore(deps);
-  const { db, logs, events, tokens, intents, ttlMinutes } = core;
+  const { db, groupCommit, logs, events, tokens, intents, ttlMinutes } = core;
   const ttlMs = ttlMinutes * 60_000;
 
   /** Refuses a token that holds no card, or whose data token:use would not show, before anything is decrypted. */
@@ -166,66 +199,74 @@ export function createThreeDSService(deps: ThreeDSDeps) {
         const field = request.token_id !== undefined ? 'body.token_id' : 'body.token_intent_id';
         card = await readCard(principal, { tokenId: request.token_id, intentId: request.token_intent_id }, field, audit);
       }
-      // Written before the card goes anywhere: a use the provider then fails on was a use.
-      await logs.writeItems(audit);
+      // Written before the card goes anywhere (or with the session, for a local provider): a use the provider then fails on was a use.
+      const unwritten = await core.auditUse(audit);
       const prepared = await core.provider().prepare(card, { session_id: id, session_type: request.type });
-      if (isThreeDSServiceError(prepared)) throw new ThreeDSServiceProblem(prepared, id);
-      const row = await db.transaction(async (tx) => {
+      if (isThreeDSServiceError(prepared)) {
+        await logs.writeItems(unwritten);
+        throw new ThreeDSServiceProblem(prepared, id);
+      }
+      const row: NewSession = {
+        tenant_id: principal.tenantId,
+        id,
+        type: request.type,
+        token_id: request.token_id ?? null,
+        token_intent_id: request.token_intent_id ?? null,
+        pan_token_id: null,
+        card_brand: prepared.card_brand,
+        directory_server_id: prepared.directory_server_id,
+        device: request.device ?? null,
+        device_info: (request.device_info as Record<string, unknown> | undefined) ?? null,
+        version: prepared.version,
+        method: prepared.method_url ? { method_url: prepared.method_url } : { method_completion_indicator: 'U' },
+        provider: core.provider().name,
+        expires_at: new Date(Date.now() + ttlMs),
+        created_by: principal.actorId,
+      };
+      const items = () => [
+        ...unwritten,
+        core.sessionTable.of(row),
+        logs.item(principal, { entityType: '3ds_session', entityId: id, operation: 'create', message: `3DS session created (${request.type})` }),
+        events.item(principal.tenantId, '3ds.session.created', id, { id, type: request.type, card_brand: prepared.card_brand }),
+      ];
+      if (request.pan === undefined) await groupCommit.write(items());
+      else {
         // The deprecated pan becomes a card token first, as POST /tokens would make it (token:create on its container).
-        const panTokenId = request.pan !== undefined ? (await tokens.create(principal, { type: 'card', data: { number: request.pan } }, origin)).row.id : null;
-        const created = await insertSession(db, {
-          tenant_id: principal.tenantId,
-          id,
-          type: request.type,
-          token_id: request.token_id ?? null,
-          token_intent_id: request.token_intent_id ?? null,
-          pan_token_id: panTokenId,
-          card_brand: prepared.card_brand,
-          directory_server_id: prepared.directory_server_id,
-          device: request.device ?? null,
-          device_info: (request.device_info as Record<string, unknown> | undefined) ?? null,
-          version: prepared.version,
-          method: prepared.method_url ? { method_url: prepared.method_url } : { method_completion_indicator: 'U' },
-          provider: core.provider().name,
-          expires_at: new Date(Date.now() + ttlMs),
-          created_by: principal.actorId,
-        }, tx);
-        await logs.record(principal, { entityType: '3ds_session', entityId: id, operation: 'create', message: `3DS session created (${request.type})` }, tx);
-        await events.emit(principal.tenantId, '3ds.session.created', id, { id, type: request.type, card_brand: prepared.card_brand }, tx);
-        return created;
-      });
+        await db.transaction(async (tx) => {
+          row.pan_token_id = (await tokens.create(principal, { type: 'card', data: { number: request.pan } }, origin)).row.id;
+          await groupCommit.write(items(), tx);
+        });
+      }
       return {
-        id: row.id,
-        type: row.type,
-        card_brand: row.card_brand,
+        id,
+        type: request.type,
+        card_brand: prepared.card_brand,
         ...(prepared.method_url ? { method_url: prepared.method_url } : {}),
         method_notification_url: core.methodNotificationUrl(id),
-        directory_server_id: row.directory_server_id,
+        directory_server_id: prepared.directory_server_id,
         recommended_version: prepared.recommended_version,
       };
     },
 
-    async get(principal: Principal, id: string): Promise<SessionRow> {
-      const row = await findSession(db, principal.tenantId, id);
-      if (!row) throw core.notFound(id);
-      return row;
+    get(principal: Principal, id: string): Promise<SessionRow> {
+      return core.load(principal.tenantId, id);
     },
 
     /**
      * Checked in this order: the session (404: unknown, another tenant's, expired), the body
      * against its type (400, every field), not authenticated before (409), its card (403/422).
-     * The provider is called outside any transaction; its outcome is stored under a lock, so of
-     * two authenticates at once one is stored and the other is a 409.
+     * The provider is called outside any transaction; its outcome is stored with a row whose key
+     * lets a session authenticate once, so of two authenticates at once one is stored and the
+     * other is a 409.
      */
     async authenticate(principal: Principal, id: string, body: unknown): Promise<AuthenticationResult> {
       const tenantId = principal.tenantId;
-      const session = await findSession(db, tenantId, id);
-      if (!session) throw core.notFound(id);
+      const session = await core.load(tenantId, id);
       const request = validateAuthenticateRequest(body, session.type);
       if (session.status !== 'created') throw authenticatedAlready(session);
       const audit: Item[] = [];
       const card = await readSessionCard(principal, session, audit);
-      await logs.writeItems(audit);
+      const unwritten = await core.auditUse(audit);
       const method = methodAtAuthentication(session.method);
       const outcome = await core.provider().authenticate(
         {
@@ -240,33 +281,52 @@ export function createThreeDSService(deps: ThreeDSDeps) {
         card,
         request,
       );
-      if (isThreeDSServiceError(outcome)) throw new ThreeDSServiceProblem(outcome, id);
+      if (isThreeDSServiceError(outcome)) {
+        await logs.writeItems(unwritten);
+        throw new ThreeDSServiceProblem(outcome, id);
+      }
       const { result, challenge } = outcome;
-      await db.transaction(async (tx) => {
-        const locked = await findSession(db, tenantId, id, { lock: true }, tx);
-        if (!locked) throw core.notFound(id);
-        if (locked.status !== 'created') throw authenticatedAlready(locked);
-        // The result stays readable for a session lifetime after it is given; a decoupled one, after the issuer's deadline.
-        const until = Math.max(locked.expires_at.getTime(), Date.now() + ttlMs, challenge?.expires_at ? Date.parse(challenge.expires_at) + ttlMs : 0);
-        await updateSession(db, tenantId, id, {
-          status: challenge ? 'challenge' : 'completed',
-          authentication: result,
-          method,
-          challenge: challenge ? await core.seal(tenantId, id, challenge) : null,
-          expires_at: new Date(until),
-          modified_by: principal.actorId,
-        }, tx);
-        await logs.record(principal, { entityType: '3ds_session', entityId: id, operation: 'authenticate', message: `3DS session authenticated: ${result.authentication_status}` }, tx);
-        await events.emit(tenantId, '3ds.session.authenticated', id, { id, authentication_status: result.authentication_status }, tx);
-        if (challenge?.type === 'decoupled') await scheduleDecoupled(db, tenantId, id, challenge, tx);
-      });
+      // The result stays readable for a session lifetime after it is given; a decoupled one, after the issuer's deadline.
+      const until = Math.max(session.expires_at.getTime(), Date.now() + ttlMs, challenge?.expires_at ? Date.parse(challenge.expires_at) + ttlMs : 0);
+      const sealed = challenge ? await core.seal(tenantId, id, challenge) : undefined;
+      const authenticated: Authentication = {
+        tenant_id: tenantId,
+        id,
+        status: challenge ? 'challenge' : 'completed',
+        authentication: result,
+        method,
+        challenge: sealed?.sealed ?? null,
+        challenge_key_id: sealed?.keyId ?? null,
+        expires_at: new Date(until),
+        modified_by: principal.actorId,
+      };
+      const items = [
+        ...unwritten,
+        core.authenticationTable.of(authenticated),
+        core.authenticatedTable.of(authenticated),
+        logs.item(principal, { entityType: '3ds_session', entityId: id, operation: 'authenticate', message: `3DS session authenticated: ${result.authentication_status}` }),
+        events.item(tenantId, '3ds.session.authenticated', id, { id, authentication_status: result.authentication_status }),
+      ];
+      try {
+        // The decoupled-completion job is written with it, in a transaction; everything else, in one group-committed statement.
+        if (challenge?.type === 'decoupled') {
+          await db.transaction(async (tx) => {
+            await groupCommit.write(items, tx);
+            await scheduleDecoupled(db, tenantId, id, challenge, tx);
+          });
+        } else await groupCommit.write(items);
+      } catch (err) {
+        // Another authenticate of the session came first (AUTHENTICATED_ONCE), or the session was swept meanwhile.
+        if (isUniqueViolation(err, AUTHENTICATED_ONCE)) throw authenticatedAlready(session);
+        if (isForeignKeyViolation(err)) throw core.notFound(id);
+        throw err;
+      }
       return result;
     },
 
     /** The final result: 409 while there is none (not authenticated yet, or a challenge still pending). */
     async challengeResult(principal: Principal, id: string): Promise<AuthenticationResult> {
-      const row = await findSession(db, principal.tenantId, id);
-      if (!row) throw core.notFound(id);
+      const row = await core.load(principal.tenantId, id);
       if (row.status === 'created' || !row.authentication) {
         throw ApiError.conflict(`3DS session ${id} has not been authenticated yet: there is no result to read.`);
       }
@@ -291,6 +351,6 @@ export function createThreeDSService(deps: ThreeDSDeps) {
 }
 
 function authenticatedAlready(row: SessionRow): ApiError {
-  const status = row.authentication?.authentication_status;
+  const status = row.status === 'created' ? undefined : row.authentication?.authentication_status;
   return ApiError.conflict(`3DS session ${row.id} has been authenticated already${status ? ` (${status})` : ''}: a session authenticates once; create a new one.`);
 }

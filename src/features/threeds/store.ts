@@ -1,4 +1,6 @@
 import type { Database, Tx } from '../../db/database.ts';
+import type { Statement } from '../../db/group-commit.ts';
+import { arrayLiteral } from '../../db/array-literal.ts';
 import type { AuthenticationResult, VersionInfo } from '../../threeds/index.ts';
 
 export type SessionStatus = 'created' | 'challenge' | 'completed';
@@ -35,20 +37,59 @@ const COLUMNS = `tenant_id, id, type, token_id, token_intent_id, pan_token_id, c
 // Unusable from its expiry instant, by the database clock, as tokens and intents.
 const LIVE = 'expires_at > statement_timestamp()';
 
-export async function insertSession(db: Database, row: Omit<SessionRow, 'created_at' | 'modified_by' | 'modified_at' | 'authentication' | 'challenge' | 'challenge_key_id' | 'status'>, tx?: Tx): Promise<SessionRow> {
-  const [created] = await db.query<SessionRow>(
-    `INSERT INTO threeds_sessions (tenant_id, id, type, token_id, token_intent_id, pan_token_id, card_brand, directory_server_id,
+export type NewSession = Omit<SessionRow, 'created_at' | 'modified_by' | 'modified_at' | 'authentication' | 'challenge' | 'challenge_key_id' | 'status'>;
+
+/** The INSERT of a group commit's new sessions (src/db/group-commit.ts): one multi-row statement. */
+export function insertSessionsStatement(rows: NewSession[]): Statement {
+  return {
+    sql: `INSERT INTO threeds_sessions (tenant_id, id, type, token_id, token_intent_id, pan_token_id, card_brand, directory_server_id,
        device, device_info, version, method, provider, expires_at, created_by)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
-     RETURNING ${COLUMNS}`,
-    [
-      row.tenant_id, row.id, row.type, row.token_id, row.token_intent_id, row.pan_token_id, row.card_brand, row.directory_server_id,
-      row.device, row.device_info === null ? null : JSON.stringify(row.device_info), JSON.stringify(row.version), JSON.stringify(row.method),
-      row.provider, row.expires_at, row.created_by,
-    ],
-    tx,
-  );
-  return created;
+     SELECT tenant_id, id, type, token_id, token_intent_id, pan_token_id, card_brand, directory_server_id,
+       device, device_info, version, method, provider, expires_at, created_by
+     FROM json_to_recordset($1::json) AS t (tenant_id uuid, id uuid, type text, token_id text, token_intent_id uuid, pan_token_id text,
+       card_brand text, directory_server_id text, device text, device_info jsonb, version jsonb, method jsonb, provider text,
+       expires_at timestamptz, created_by uuid)`,
+    params: [JSON.stringify(rows)],
+  };
+}
+
+/** An authentication as a group commit writes it: the session's new state, and the row that lets it happen once. */
+export type Authentication = {
+  tenant_id: string;
+  id: string;
+  status: SessionStatus;
+  authentication: AuthenticationResult;
+  method: MethodState;
+  challenge: Buffer | null;
+  challenge_key_id: string | null;
+  expires_at: Date;
+  modified_by: string;
+};
+
+/**
+ * The key of threeds_authentications fails the whole statement for a session authenticated
+ * before (or twice in one batch), with its audit entry and event: a unique violation of
+ * AUTHENTICATED_ONCE, which the service answers 409.
+ */
+export function insertAuthenticationsStatement(rows: Authentication[]): Statement {
+  return {
+    sql: `INSERT INTO threeds_authentications (tenant_id, session_id)
+     SELECT tenant_id, id FROM json_to_recordset($1::json) AS t (tenant_id uuid, id uuid)`,
+    params: [JSON.stringify(rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id })))],
+  };
+}
+export const AUTHENTICATED_ONCE = 'threeds_authentications_pkey';
+
+export function updateAuthenticatedStatement(rows: Authentication[]): Statement {
+  return {
+    sql: `UPDATE threeds_sessions s SET status = t.status, authentication = t.authentication, method = t.method,
+       challenge = decode(t.challenge, 'base64'), challenge_key_id = t.challenge_key_id, expires_at = t.expires_at,
+       modified_by = t.modified_by, modified_at = date_trunc('milliseconds', clock_timestamp())
+     FROM json_to_recordset($1::json) AS t (tenant_id uuid, id uuid, status text, authentication jsonb, method jsonb, challenge text,
+       challenge_key_id uuid, expires_at timestamptz, modified_by uuid)
+     WHERE s.tenant_id = t.tenant_id AND s.id = t.id`,
+    params: [JSON.stringify(rows.map((r) => ({ ...r, challenge: r.challenge?.toString('base64') ?? null })))],
+  };
 }
 
 /** A live session of the tenant; `lock` takes it FOR UPDATE, in `tx`, for a change that depends on what it holds. */
@@ -57,6 +98,17 @@ export function findSession(db: Database, tenantId: string, id: string, opts: { 
     `SELECT ${COLUMNS} FROM threeds_sessions WHERE tenant_id = $1 AND id = $2 AND ${LIVE}${opts.lock ? ' FOR UPDATE' : ''}`,
     [tenantId, id],
     tx,
+  );
+}
+
+const QUALIFIED = COLUMNS.replace(/\b(\w+)\b/g, 's.$1');
+
+/** Live sessions by key, in one statement: for the coalesced reads of concurrent requests (any tenants). */
+export function findSessionsByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<SessionRow[]> {
+  return db.query<SessionRow>(
+    `SELECT ${QUALIFIED} FROM unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id)
+     JOIN threeds_sessions s ON s.tenant_id = k.tenant_id AND s.id = k.id WHERE s.${LIVE}`,
+    [arrayLiteral(keys.map((k) => k.tenantId)), arrayLiteral(keys.map((k) => k.id))],
   );
 }
 
