@@ -18,7 +18,7 @@ export const GUIDES = [
   { name: 'proxies', title: 'Proxies (forwarding with detokenization and transforms)' },
   { name: 'payment-methods', title: 'Payment methods: token intents, Google Pay, bank account verification' },
   { name: 'google-pay', title: 'Google Pay tokens in depth (ECv2 checks, keys, error codes)' },
-  { name: '3ds', title: '3-D Secure: the provider interface and the test cards' },
+  { name: '3ds', title: '3-D Secure: sessions, challenges, the built-in simulator and its test cards' },
   { name: 'orchestration', title: 'Orchestration: processors, the test processor, transaction and refund states' },
   { name: 'webhooks', title: 'Webhooks (signed deliveries)' },
   { name: 'outbound', title: 'Outbound HTTP guard (SSRF protection)' },

@@ -228,6 +228,27 @@ describe('3DS sessions', () => {
     assert.equal((await call(server, 'POST', '/3ds/sessions', { key: pub.key, body: { token_id: token, type: 'customer' } })).status, 403);
   });
 
+  it('audits each use of the card and each change of the session', async () => {
+    const token = await cardToken(server, key, FRICTIONLESS);
+    const created = await createSession(server, key, { token_id: token });
+    await authenticate(server, key, created.id);
+    const uses = (await call(server, 'GET', `/logs?entity_type=token&entity_id=${token}`, { key: server.key })).body.data.filter((e: any) => e.operation === 'use');
+    assert.equal(uses.length, 2, 'read at create and at authenticate');
+    assert.match(uses[0].message, /3DS authentication/);
+    const changes = (await call(server, 'GET', `/logs?entity_type=3ds_session&entity_id=${created.id}`, { key: server.key })).body.data;
+    assert.deepEqual(changes.map((e: any) => e.operation).sort(), ['authenticate', 'create']);
+  });
+
+  it('authenticates a session once when two authenticates come together', async () => {
+    const created = await createSession(server, key, { token_id: await cardToken(server, key, FRICTIONLESS) });
+    const answers = await Promise.all(Array.from({ length: 4 }, () => authenticate(server, key, created.id)));
+    assert.deepEqual(answers.map((a) => a.status).sort(), [200, 409, 409, 409], answers.map((a) => a.text).join('\n'));
+    const stored = (await call(server, 'GET', `/3ds/sessions/${created.id}`, { key })).body.authentication;
+    assert.deepEqual(stored, answers.find((a) => a.status === 200)!.body);
+    const logged = (await call(server, 'GET', `/logs?entity_type=3ds_session&entity_id=${created.id}`, { key: server.key })).body.data;
+    assert.equal(logged.filter((e: any) => e.operation === 'authenticate').length, 1);
+  });
+
   it('needs its permissions, and another tenant\'s sessions do not exist', async () => {
     const created = await createSession(server, key, { token_id: await cardToken(server, key, FRICTIONLESS) });
     const body = { token_id: 'x', type: 'customer' };
