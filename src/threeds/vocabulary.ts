@@ -76,13 +76,9 @@ export const CHALLENGE_CANCEL_CODES: Readonly<Record<ChallengeCancelReason, stri
   'sdk-timeout': '08',
 };
 
-/** The spec's challenge preferences (EMV threeDSRequestorChallengeInd). */
-export type ChallengePreference =
-  | 'no-preference' | 'no-challenge' | 'challenge-requested' | 'challenge-mandated'
-  | 'no-challenge-risk-analysis-performed' | 'no-challenge-data-sharing-only' | 'no-challenge-strong-consumer-auth'
-  | 'no-challenge-whitelist-exemption' | 'challenge-requested-whitelist-prompt' | 'cartes-bancaires';
 
-export const CHALLENGE_PREFERENCE_CODES: Readonly<Record<ChallengePreference, string>> = {
+/** The spec's challenge preferences and their EMV threeDSRequestorChallengeInd codes. */
+export const CHALLENGE_PREFERENCE_CODES = {
   'no-preference': '01',
   'no-challenge': '02',
   'challenge-requested': '03',
@@ -93,7 +89,8 @@ export const CHALLENGE_PREFERENCE_CODES: Readonly<Record<ChallengePreference, st
   'no-challenge-whitelist-exemption': '08',
   'challenge-requested-whitelist-prompt': '09',
   'cartes-bancaires': '90',
-};
+} as const;
+export type ChallengePreference = keyof typeof CHALLENGE_PREFERENCE_CODES;
 
 /** The preferences under which an ordinary card (not a test card) is challenged. */
 export const CHALLENGE_ASKING_PREFERENCES: ReadonlySet<ChallengePreference> = new Set([
@@ -103,7 +100,7 @@ export const CHALLENGE_ASKING_PREFERENCES: ReadonlySet<ChallengePreference> = ne
 export type SessionType = 'customer' | 'merchant';
 
 /** The spec's authentication types and the session types each is allowed for. */
-export const AUTHENTICATION_TYPES: Readonly<Record<string, readonly SessionType[]>> = {
+export const AUTHENTICATION_TYPES = {
   'payment-transaction': ['customer'],
   'cardholder-emv-verification': ['customer'],
   'split-or-delayed-shipment': ['merchant'],
@@ -118,7 +115,7 @@ export const AUTHENTICATION_TYPES: Readonly<Record<string, readonly SessionType[
   'add-card': ['customer', 'merchant'],
   'maintain-card': ['customer', 'merchant'],
   'account-verification': ['customer', 'merchant'],
-};
+} as const satisfies Record<string, readonly SessionType[]>;
 
 /**
  * The reference API's `authentication_challenge_type`. The simulator uses `static` (a one-time

@@ -1,3 +1,5 @@
+import { AUTHENTICATION_TYPES, CHALLENGE_PREFERENCE_CODES, type ChallengePreference } from '../../threeds/vocabulary.ts';
+
 /**
  * Code tables the 3DS request validation needs: ISO 4217 currencies (EMV carries the numeric
  * code, callers often know the alphabetic one), ISO 3166-1 numeric countries, and the EMV codes
@@ -101,24 +103,11 @@ export type SessionType = (typeof SESSION_TYPES)[number];
 export const AUTHENTICATION_CATEGORY_CODES = { 'payment': '01', 'non-payment': '02' } as const;
 export type AuthenticationCategory = keyof typeof AUTHENTICATION_CATEGORY_CODES;
 
-/** The spec's authentication types and the session types each is allowed for. */
-export const AUTHENTICATION_TYPE_SESSIONS = {
-  'payment-transaction': ['customer'],
-  'cardholder-emv-verification': ['customer'],
-  'split-or-delayed-shipment': ['merchant'],
-  'top-up': ['merchant'],
-  'mail-order': ['merchant'],
-  'telephone-order': ['merchant'],
-  'whitelist-status-check': ['merchant'],
-  'other-payment': ['merchant'],
-  'billing-agreement': ['merchant'],
-  'recurring-transaction': ['customer', 'merchant'],
-  'installment-transaction': ['customer', 'merchant'],
-  'add-card': ['customer', 'merchant'],
-  'maintain-card': ['customer', 'merchant'],
-  'account-verification': ['customer', 'merchant'],
-} as const satisfies Record<string, readonly SessionType[]>;
-export type AuthenticationType = keyof typeof AUTHENTICATION_TYPE_SESSIONS;
+// The simulator's tables (src/threeds/vocabulary.ts) are the one source of these words.
+export const AUTHENTICATION_TYPE_SESSIONS = AUTHENTICATION_TYPES;
+export { CHALLENGE_PREFERENCE_CODES };
+export type { ChallengePreference };
+export type AuthenticationType = keyof typeof AUTHENTICATION_TYPES;
 
 /**
  * A customer session's type as EMV threeDSRequestorAuthenticationInd. EMV 2.2 has no indicator
@@ -136,20 +125,6 @@ export const MERCHANT_AUTHENTICATION_TYPE_CODES: Partial<Record<AuthenticationTy
   'telephone-order': '09', 'whitelist-status-check': '10', 'other-payment': '11', 'billing-agreement': '12',
 };
 
-/** EMV threeDSRequestorChallengeInd, as the spec lists it. */
-export const CHALLENGE_PREFERENCE_CODES = {
-  'no-preference': '01',
-  'no-challenge': '02',
-  'challenge-requested': '03',
-  'challenge-mandated': '04',
-  'no-challenge-risk-analysis-performed': '05',
-  'no-challenge-data-sharing-only': '06',
-  'no-challenge-strong-consumer-auth': '07',
-  'no-challenge-whitelist-exemption': '08',
-  'challenge-requested-whitelist-prompt': '09',
-  'cartes-bancaires': '90',
-} as const;
-export type ChallengePreference = keyof typeof CHALLENGE_PREFERENCE_CODES;
 
 /** EMV transType. */
 export const TRANSACTION_TYPE_CODES = {
