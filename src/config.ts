@@ -89,7 +89,7 @@ export type Config = {
   googlePay: GooglePaySettings;
   /** Who answers POST /enrichments/bank-account-verify (src/bank-verification/). */
   bankVerificationProvider: BankVerificationProviderName;
-  /** How long a 3DS session lives from its creation (and, once authenticated, from its authentication), in minutes. */
+  /** How long a 3DS session lives from its creation (a decoupled challenge's, past its deadline), in minutes. */
   threedsSessionTtlMinutes: number;
   /** How long the 3DS simulator's issuer takes to complete a decoupled challenge, in ms (capped by decoupled_challenge_max_time). */
   threedsDecoupledDelayMs: number;

@@ -6,7 +6,7 @@ import {
   encodeCRes, encodeMethodCompletion,
 } from '../../threeds/index.ts';
 import type { ThreeDSCore } from './service.ts';
-import { findSession, findSessionById, recordMethodCompletion, type SessionRow, updateSession } from './store.ts';
+import { findSession, findSessionById, recordMethodCompletion, type SessionRow, updateChallenge } from './store.ts';
 
 /** The job that completes a decoupled challenge once the simulated issuer is due (payload: { session_id }). */
 export const DECOUPLED_JOB = 'threeds.decoupled';
@@ -63,7 +63,7 @@ export function createBrowserSide(core: ThreeDSCore) {
   async function saveStep(row: SessionRow, step: ChallengeStep, tx: Tx): Promise<void> {
     const completed = step.status === 'completed';
     const authentication = completed ? step.result : step.challenge.ares;
-    await updateSession(db, row.tenant_id, row.id, {
+    await updateChallenge(db, row.tenant_id, row.id, {
       status: completed ? 'completed' : 'challenge',
       authentication,
       challenge: await core.seal(row.tenant_id, row.id, step.challenge),
@@ -113,8 +113,7 @@ export function createBrowserSide(core: ThreeDSCore) {
       const row = await findSessionById(db, id);
       if (!row) throw core.notFound(id);
       await db.transaction(async (tx) => {
-        const recorded = await recordMethodCompletion(db, row.tenant_id, row.id, tx);
-        if (recorded) await events.emit(row.tenant_id, '3ds.session.method-completed', row.id, { id: row.id, method_completion_indicator: 'Y' }, tx);
+        if (await recordMethodCompletion(db, row.tenant_id, row.id, tx)) await events.emit(row.tenant_id, '3ds.session.method-completed', row.id, { id: row.id, method_completion_indicator: 'Y' }, tx);
       });
     },
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../access/principal.ts';
 import type { Transform } from '../../access/rules.ts';
 import { Coalescer } from '../../db/coalescer.ts';
-import { type Database, isForeignKeyViolation, isUniqueViolation } from '../../db/database.ts';
+import { type Database, isUniqueViolation } from '../../db/database.ts';
 import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { ApiError, type Problem } from '../../http/errors.ts';
 import type { Logger } from '../../logger.ts';
@@ -21,8 +21,8 @@ import { validateCreateSessionRequest } from './create-rules.ts';
 import { createBrowserSide, scheduleDecoupled } from './browser.ts';
 export { DECOUPLED_JOB } from './browser.ts';
 import {
-  type Authentication, AUTHENTICATED_ONCE, deleteExpiredSessions, findSession, findSessionsByKeys, insertAuthenticationsStatement, insertSessionsStatement, type MethodState,
-  type NewSession, type SessionRow, updateAuthenticatedStatement,
+  type Authentication, AUTHENTICATED_ONCE, deleteExpiredSessions, extendSession, findSession, findSessionsByKeys, insertAuthenticationsStatement,
+  insertSessionsStatement, type MethodState, type NewSession, type SessionRow,
 } from './store.ts';
 
 /** The token types (of tokens and of intents) a 3DS session takes: what holds a card number. */
@@ -83,7 +83,6 @@ function createCore(deps: ThreeDSDeps) {
     // Sessions are created, and authenticated, each in one group-committed statement with their audit entry and event.
     sessionTable: groupCommit.table<NewSession>('threeds_sessions', { insert: insertSessionsStatement }),
     authenticationTable: groupCommit.table<Authentication>('threeds_authentications', { insert: insertAuthenticationsStatement }),
-    authenticatedTable: groupCommit.table<Authentication>('threeds_session_updates', { insert: updateAuthenticatedStatement }),
     /** Made on first use, when PUBLIC_URL is known for certain. */
     provider: (): ThreeDSProvider => (provider ??= deps.provider(`${publicUrl()}/3ds/acs`)),
     methodNotificationUrl: (id: string) => `${publicUrl()}/3ds/sessions/${id}/method-notification`,
@@ -286,39 +285,37 @@ export function createThreeDSService(deps: ThreeDSDeps) {
         throw new ThreeDSServiceProblem(outcome, id);
       }
       const { result, challenge } = outcome;
-      // The result stays readable for a session lifetime after it is given; a decoupled one, after the issuer's deadline.
-      const until = Math.max(session.expires_at.getTime(), Date.now() + ttlMs, challenge?.expires_at ? Date.parse(challenge.expires_at) + ttlMs : 0);
+      // A decoupled challenge may take longer than the session lives: its result stays readable a session lifetime past its deadline.
+      const until = challenge?.expires_at ? Math.max(session.expires_at.getTime(), Date.parse(challenge.expires_at) + ttlMs) : undefined;
       const sealed = challenge ? await core.seal(tenantId, id, challenge) : undefined;
       const authenticated: Authentication = {
         tenant_id: tenantId,
-        id,
+        session_id: id,
         status: challenge ? 'challenge' : 'completed',
         authentication: result,
-        method,
+        method_completion_indicator: method.method_completion_indicator!,
         challenge: sealed?.sealed ?? null,
         challenge_key_id: sealed?.keyId ?? null,
-        expires_at: new Date(until),
         modified_by: principal.actorId,
       };
       const items = [
         ...unwritten,
         core.authenticationTable.of(authenticated),
-        core.authenticatedTable.of(authenticated),
         logs.item(principal, { entityType: '3ds_session', entityId: id, operation: 'authenticate', message: `3DS session authenticated: ${result.authentication_status}` }),
         events.item(tenantId, '3ds.session.authenticated', id, { id, authentication_status: result.authentication_status }),
       ];
       try {
-        // The decoupled-completion job is written with it, in a transaction; everything else, in one group-committed statement.
+        // The decoupled-completion job (and a later expiry) is written with it, in a transaction; everything else, in one group-committed statement.
         if (challenge?.type === 'decoupled') {
           await db.transaction(async (tx) => {
             await groupCommit.write(items, tx);
+            if (until !== undefined) await extendSession(db, tenantId, id, new Date(until), tx);
             await scheduleDecoupled(db, tenantId, id, challenge, tx);
           });
         } else await groupCommit.write(items);
       } catch (err) {
-        // Another authenticate of the session came first (AUTHENTICATED_ONCE), or the session was swept meanwhile.
+        // Another authenticate of the session came first.
         if (isUniqueViolation(err, AUTHENTICATED_ONCE)) throw authenticatedAlready(session);
-        if (isForeignKeyViolation(err)) throw core.notFound(id);
         throw err;
       }
       return result;

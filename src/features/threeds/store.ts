@@ -6,6 +6,7 @@ import type { AuthenticationResult, VersionInfo } from '../../threeds/index.ts';
 export type SessionStatus = 'created' | 'challenge' | 'completed';
 export type MethodState = { method_url?: string; method_completion_indicator?: 'Y' | 'N' | 'U' };
 
+/** A session with its authentication (threeds_authentications), as the service reads it. */
 export type SessionRow = {
   tenant_id: string;
   id: string;
@@ -18,6 +19,7 @@ export type SessionRow = {
   device: 'browser' | 'mobile' | null;
   device_info: Record<string, unknown> | null;
   version: VersionInfo;
+  /** Once authenticated, with the method_completion_indicator the AReq carried. */
   method: MethodState;
   authentication: AuthenticationResult | null;
   /** The sealed ChallengeState (never shown); with the data key that sealed it. */
@@ -32,10 +34,16 @@ export type SessionRow = {
   modified_at: Date | null;
 };
 
-const COLUMNS = `tenant_id, id, type, token_id, token_intent_id, pan_token_id, card_brand, directory_server_id, device, device_info,
-  version, method, authentication, challenge, challenge_key_id, status, provider, expires_at, created_by, created_at, modified_by, modified_at`;
+/** The columns of a SessionRow, from `s` (threeds_sessions) and `a` (its authentication, or nulls). */
+const COLUMNS = `s.tenant_id, s.id, s.type, s.token_id, s.token_intent_id, s.pan_token_id, s.card_brand, s.directory_server_id, s.device,
+  s.device_info, s.version,
+  CASE WHEN a.method_completion_indicator IS NULL THEN s.method
+       ELSE s.method || jsonb_build_object('method_completion_indicator', a.method_completion_indicator) END AS method,
+  a.authentication, a.challenge, a.challenge_key_id, coalesce(a.status, 'created') AS status, s.provider, s.expires_at, s.created_by,
+  s.created_at, a.modified_by, a.modified_at`;
 // Unusable from its expiry instant, by the database clock, as tokens and intents.
-const LIVE = 'expires_at > statement_timestamp()';
+const LIVE = 's.expires_at > statement_timestamp()';
+const JOINED = 'threeds_sessions s LEFT JOIN threeds_authentications a ON a.tenant_id = s.tenant_id AND a.session_id = s.id';
 
 export type NewSession = Omit<SessionRow, 'created_at' | 'modified_by' | 'modified_at' | 'authentication' | 'challenge' | 'challenge_key_id' | 'status'>;
 
@@ -53,62 +61,62 @@ export function insertSessionsStatement(rows: NewSession[]): Statement {
   };
 }
 
-/** An authentication as a group commit writes it: the session's new state, and the row that lets it happen once. */
+/** An authentication as a group commit writes it (the session's status, result, challenge). */
 export type Authentication = {
   tenant_id: string;
-  id: string;
-  status: SessionStatus;
+  session_id: string;
+  status: 'challenge' | 'completed';
   authentication: AuthenticationResult;
-  method: MethodState;
+  method_completion_indicator: 'Y' | 'N' | 'U';
   challenge: Buffer | null;
   challenge_key_id: string | null;
-  expires_at: Date;
   modified_by: string;
 };
 
 /**
- * The key of threeds_authentications fails the whole statement for a session authenticated
- * before (or twice in one batch), with its audit entry and event: a unique violation of
- * AUTHENTICATED_ONCE, which the service answers 409.
+ * The INSERT of a group commit's authentications. Its key fails the whole statement for a
+ * session authenticated before (or twice in one batch), with its audit entry and event: a
+ * unique violation of AUTHENTICATED_ONCE, which the service answers 409.
  */
 export function insertAuthenticationsStatement(rows: Authentication[]): Statement {
   return {
-    sql: `INSERT INTO threeds_authentications (tenant_id, session_id)
-     SELECT tenant_id, id FROM json_to_recordset($1::json) AS t (tenant_id uuid, id uuid)`,
-    params: [JSON.stringify(rows.map((r) => ({ tenant_id: r.tenant_id, id: r.id })))],
+    sql: `INSERT INTO threeds_authentications (tenant_id, session_id, status, authentication, method_completion_indicator, challenge,
+       challenge_key_id, modified_by)
+     SELECT tenant_id, session_id, status, authentication, method_completion_indicator, decode(challenge, 'base64'), challenge_key_id, modified_by
+     FROM json_to_recordset($1::json) AS t (tenant_id uuid, session_id uuid, status text, authentication jsonb, method_completion_indicator text,
+       challenge text, challenge_key_id uuid, modified_by uuid)`,
+    params: [JSON.stringify(rows.map((r) => ({ ...r, challenge: r.challenge?.toString('base64') ?? null })))],
   };
 }
 export const AUTHENTICATED_ONCE = 'threeds_authentications_pkey';
 
-export function updateAuthenticatedStatement(rows: Authentication[]): Statement {
-  return {
-    sql: `UPDATE threeds_sessions s SET status = t.status, authentication = t.authentication, method = t.method,
-       challenge = decode(t.challenge, 'base64'), challenge_key_id = t.challenge_key_id, expires_at = t.expires_at,
-       modified_by = t.modified_by, modified_at = date_trunc('milliseconds', clock_timestamp())
-     FROM json_to_recordset($1::json) AS t (tenant_id uuid, id uuid, status text, authentication jsonb, method jsonb, challenge text,
-       challenge_key_id uuid, expires_at timestamptz, modified_by uuid)
-     WHERE s.tenant_id = t.tenant_id AND s.id = t.id`,
-    params: [JSON.stringify(rows.map((r) => ({ ...r, challenge: r.challenge?.toString('base64') ?? null })))],
-  };
-}
-
-/** A live session of the tenant; `lock` takes it FOR UPDATE, in `tx`, for a change that depends on what it holds. */
-export function findSession(db: Database, tenantId: string, id: string, opts: { lock?: boolean } = {}, tx?: Tx): Promise<SessionRow | undefined> {
-  return db.one<SessionRow>(
-    `SELECT ${COLUMNS} FROM threeds_sessions WHERE tenant_id = $1 AND id = $2 AND ${LIVE}${opts.lock ? ' FOR UPDATE' : ''}`,
-    [tenantId, id],
-    tx,
+/**
+ * Live sessions by key, in one statement: for the coalesced reads of concurrent requests (any
+ * tenants). Each key is looked up on its own (LATERAL … OFFSET 0, which the planner may not
+ * flatten into a join): a plan made while the table was small would otherwise hash-join the
+ * whole table, and keep doing so as it grows.
+ */
+export function findSessionsByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<SessionRow[]> {
+  return db.query<SessionRow>(
+    `SELECT ${COLUMNS} FROM unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id)
+     CROSS JOIN LATERAL (SELECT * FROM threeds_sessions x WHERE x.tenant_id = k.tenant_id AND x.id = k.id OFFSET 0) s
+     LEFT JOIN LATERAL (SELECT * FROM threeds_authentications y WHERE y.tenant_id = s.tenant_id AND y.session_id = s.id OFFSET 0) a ON true
+     WHERE ${LIVE}`,
+    [arrayLiteral(keys.map((k) => k.tenantId)), arrayLiteral(keys.map((k) => k.id))],
   );
 }
 
-const QUALIFIED = COLUMNS.replace(/\b(\w+)\b/g, 's.$1');
-
-/** Live sessions by key, in one statement: for the coalesced reads of concurrent requests (any tenants). */
-export function findSessionsByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<SessionRow[]> {
-  return db.query<SessionRow>(
-    `SELECT ${QUALIFIED} FROM unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id)
-     JOIN threeds_sessions s ON s.tenant_id = k.tenant_id AND s.id = k.id WHERE s.${LIVE}`,
-    [arrayLiteral(keys.map((k) => k.tenantId)), arrayLiteral(keys.map((k) => k.id))],
+/**
+ * A live session of the tenant. `lock`: an authenticated one only, its authentication taken
+ * FOR UPDATE in `tx`, for a step of its challenge.
+ */
+export function findSession(db: Database, tenantId: string, id: string, opts: { lock?: boolean } = {}, tx?: Tx): Promise<SessionRow | undefined> {
+  return db.one<SessionRow>(
+    opts.lock
+      ? `SELECT ${COLUMNS} FROM ${JOINED.replace('LEFT JOIN', 'JOIN')} WHERE s.tenant_id = $1 AND s.id = $2 AND ${LIVE} FOR UPDATE OF a`
+      : `SELECT ${COLUMNS} FROM ${JOINED} WHERE s.tenant_id = $1 AND s.id = $2 AND ${LIVE}`,
+    [tenantId, id],
+    tx,
   );
 }
 
@@ -117,62 +125,67 @@ export function findSessionsByKeys(db: Database, keys: { tenantId: string; id: s
  * challenge page, the Method and challenge notifications). The id is the session's secret
  * there: a random UUID only the requestor's page and Coffer hold, checked against what the
  * request carries besides (the ACS transaction id of a CReq or CRes). Tenant scoping is the
- * rule everywhere else; the row it returns names its tenant for every later step.
+ * rule everywhere else; the row it returns names its tenant for every later step. `lock` as
+ * for findSession.
  */
 export function findSessionById(db: Database, id: string, opts: { lock?: boolean } = {}, tx?: Tx): Promise<SessionRow | undefined> {
-  return db.one<SessionRow>(`SELECT ${COLUMNS} FROM threeds_sessions WHERE id = $1 AND ${LIVE}${opts.lock ? ' FOR UPDATE' : ''}`, [id], tx);
+  return db.one<SessionRow>(
+    opts.lock
+      ? `SELECT ${COLUMNS} FROM ${JOINED.replace('LEFT JOIN', 'JOIN')} WHERE s.id = $1 AND ${LIVE} FOR UPDATE OF a`
+      : `SELECT ${COLUMNS} FROM ${JOINED} WHERE s.id = $1 AND ${LIVE}`,
+    [id],
+    tx,
+  );
 }
 
-/** Records a completed 3DS Method once, while the session awaits it; undefined when it was not awaiting it. */
-export function recordMethodCompletion(db: Database, tenantId: string, id: string, tx?: Tx): Promise<SessionRow | undefined> {
-  return db.one<SessionRow>(
-    `UPDATE threeds_sessions SET method = method || '{"method_completion_indicator":"Y"}'::jsonb
-     WHERE tenant_id = $1 AND id = $2 AND ${LIVE} AND status = 'created'
-       AND method ? 'method_url' AND NOT method ? 'method_completion_indicator'
-     RETURNING ${COLUMNS}`,
+/** Records a completed 3DS Method once, while the session awaits it; false when it was not awaiting it (or not authenticated). */
+export async function recordMethodCompletion(db: Database, tenantId: string, id: string, tx?: Tx): Promise<boolean> {
+  const rows = await db.query(
+    `UPDATE threeds_sessions s SET method = method || '{"method_completion_indicator":"Y"}'::jsonb
+     WHERE s.tenant_id = $1 AND s.id = $2 AND ${LIVE} AND s.method ? 'method_url' AND NOT s.method ? 'method_completion_indicator'
+       AND NOT EXISTS (SELECT 1 FROM threeds_authentications a WHERE a.tenant_id = $1 AND a.session_id = $2)
+     RETURNING s.id`,
     [tenantId, id],
     tx,
   );
+  return rows.length > 0;
 }
 
-export type SessionChange = {
-  status: SessionStatus;
+export type ChallengeChange = {
+  status: 'challenge' | 'completed';
   authentication: AuthenticationResult;
-  method?: MethodState;
-  /** The sealed ChallengeState and its data key; null clears them. */
-  challenge?: { sealed: Buffer; keyId: string } | null;
-  expires_at?: Date;
-  /** Null for a change no API key made (the cardholder on the ACS page, the decoupled-completion job). */
+  challenge: { sealed: Buffer; keyId: string };
+  /** Null: no API key made it (the cardholder on the ACS page, the decoupled-completion job). */
   modified_by: string | null;
 };
 
-/** Applies an authentication or challenge step to a session locked with findSession(…, { lock: true }). */
-export async function updateSession(db: Database, tenantId: string, id: string, change: SessionChange, tx: Tx): Promise<SessionRow> {
-  const keep = change.challenge === undefined;
-  const [row] = await db.query<SessionRow>(
-    `UPDATE threeds_sessions SET status = $3, authentication = $4, method = coalesce($5::jsonb, method),
-       challenge = CASE WHEN $6 THEN challenge ELSE $7::bytea END,
-       challenge_key_id = CASE WHEN $6 THEN challenge_key_id ELSE $8::uuid END,
-       expires_at = coalesce($9::timestamptz, expires_at),
-       modified_by = $10, modified_at = date_trunc('milliseconds', clock_timestamp())
-     WHERE tenant_id = $1 AND id = $2
-     RETURNING ${COLUMNS}`,
-    [
-      tenantId, id, change.status, JSON.stringify(change.authentication), change.method ? JSON.stringify(change.method) : null,
-      keep, change.challenge?.sealed ?? null, change.challenge?.keyId ?? null, change.expires_at ?? null, change.modified_by,
-    ],
+/** A step of a session's challenge, on an authentication locked with findSession(…, { lock: true }). */
+export async function updateChallenge(db: Database, tenantId: string, id: string, change: ChallengeChange, tx: Tx): Promise<void> {
+  await db.query(
+    `UPDATE threeds_authentications SET status = $3, authentication = $4, challenge = $5, challenge_key_id = $6, modified_by = $7,
+       modified_at = date_trunc('milliseconds', clock_timestamp())
+     WHERE tenant_id = $1 AND session_id = $2`,
+    [tenantId, id, change.status, JSON.stringify(change.authentication), change.challenge.sealed, change.challenge.keyId, change.modified_by],
     tx,
   );
-  return row;
 }
 
-/** Removes up to `limit` expired sessions; returns how many. */
+/** Moves a session's expiry later (a decoupled challenge's deadline), never earlier. */
+export async function extendSession(db: Database, tenantId: string, id: string, until: Date, tx: Tx): Promise<void> {
+  await db.query('UPDATE threeds_sessions SET expires_at = greatest(expires_at, $3) WHERE tenant_id = $1 AND id = $2', [tenantId, id, until], tx);
+}
+
+/** Removes up to `limit` expired sessions, with their authentications; returns how many. */
 export async function deleteExpiredSessions(db: Database, limit: number): Promise<number> {
-  const rows = await db.query(
-    `DELETE FROM threeds_sessions WHERE (tenant_id, id) IN (
-       SELECT tenant_id, id FROM threeds_sessions WHERE expires_at <= statement_timestamp() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-     RETURNING id`,
+  const [{ n }] = await db.query<{ n: number }>(
+    `WITH gone AS (
+       DELETE FROM threeds_sessions WHERE (tenant_id, id) IN (
+         SELECT tenant_id, id FROM threeds_sessions WHERE expires_at <= statement_timestamp() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+       RETURNING tenant_id, id),
+     authentications AS (
+       DELETE FROM threeds_authentications a USING gone WHERE a.tenant_id = gone.tenant_id AND a.session_id = gone.id)
+     SELECT count(*)::int AS n FROM gone`,
     [limit],
   );
-  return rows.length;
+  return n;
 }
