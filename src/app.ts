@@ -30,6 +30,11 @@ import { createGooglePayService } from './features/google-pay/service.ts';
 import { registerGooglePayRoutes } from './features/google-pay/routes.ts';
 import { createTokenIntentService } from './features/token-intents/service.ts';
 import { registerTokenIntentRoutes } from './features/token-intents/routes.ts';
+import { createConnectionService } from './features/connections/service.ts';
+import { registerConnectionRoutes } from './features/connections/routes.ts';
+import { createTransactionService, SETTLE_JOB } from './features/transactions/service.ts';
+import { registerTransactionRoutes } from './features/transactions/routes.ts';
+import { TestLedger } from './processors/index.ts';
 import { createTokenService } from './features/tokens/service.ts';
 import { registerTokenRoutes } from './features/tokens/routes.ts';
 import { createDetokenizeService } from './features/detokenize/service.ts';
@@ -65,6 +70,10 @@ export type Providers = {
   bankAccountVerifier?: BankAccountVerifier;
   /** A 3DS provider (docs/3ds.md), made given where Coffer serves the simulated ACS's pages; the simulator otherwise. */
   threeds?: (acsBaseUrl: string) => ThreeDSProvider;
+  /** The test processor's books (src/processors/coffer-test/ledger.ts); one per process otherwise. */
+  testLedger?: TestLedger;
+  /** Runs once a processor call has answered, before the answer is recorded: where a crash would fall (crash tests). */
+  afterProcessorCall?: (operation: string, transactionId: string) => void | Promise<void>;
 };
 
 /** The composition root: every service, wired once per process. */
@@ -116,6 +125,18 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     publicUrl: () => config.mail.publicUrl,
     ttlMinutes: config.threedsSessionTtlMinutes,
   });
+  // Processor calls go through the guarded outbound client; the test processor keeps one set of books per process.
+  const connections = createConnectionService({
+    db, vault, logs, notifier, cacheSeconds: config.authCacheSeconds,
+    processorDeps: { http: (request) => outbound.request(request), testLedger: deps.providers?.testLedger ?? new TestLedger() },
+  });
+  const transactions = createTransactionService({
+    db, groupCommit, logs, events, tokens, intents: tokenIntents, threeds, connections, log,
+    publicUrl: () => config.mail.publicUrl,
+    approvalMinutes: config.transactionApprovalMinutes,
+    resumeAfterMs: config.transactionResumeAfterSeconds * 1000,
+    afterCall: deps.providers?.afterProcessorCall,
+  });
   const authenticator = new Authenticator(
     // Shared by the concurrent requests of one key (src/http/auth.ts): outside any request's transaction.
     (hash, kind) => db.withoutAmbient(() => (kind === 'application' ? keys.resolve(hash) : sessions.resolve(hash))),
@@ -165,10 +186,11 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     [RUN_JOB]: (job) => reactors.runJob(job),
     [MAIL_JOB]: (job) => mail.deliver(job),
     [DECOUPLED_JOB]: (job) => threeds.completeDecoupled(job),
+    [SETTLE_JOB]: (job) => transactions.recovery.settle(job),
   };
   // Webhook deliveries and e-mail wait on their own schedules; other kinds back off exponentially.
   const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule, [MAIL_JOB]: config.mail.retrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, threeds, webhooks, reactors, proxies, mail, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, threeds, connections, transactions, webhooks, reactors, proxies, mail, authenticator, jobHandlers, jobRetrySchedules, metrics };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -207,6 +229,8 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerEnrichmentRoutes(app, services.enrichments);
   registerThreeDSRoutes(app, services.threeds);
   registerThreeDSPages(app, services.threeds, () => config.mail.publicUrl);
+  registerConnectionRoutes(app, services.connections);
+  registerTransactionRoutes(app, services.transactions);
   registerWebhookRoutes(app, services.webhooks);
   registerReactorRoutes(app, services.reactors);
   registerProxyRoutes(app, services.proxies, { maxBodyBytes: config.proxyMaxBodyBytes });

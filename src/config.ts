@@ -91,6 +91,10 @@ export type Config = {
   bankVerificationProvider: BankVerificationProviderName;
   /** How long a 3DS session lives from its creation (a decoupled challenge's, past its deadline), in minutes. */
   threedsSessionTtlMinutes: number;
+  /** How long a buyer has to complete a transaction's approval (3DS) before it fails. */
+  transactionApprovalMinutes: number;
+  /** A processor call unanswered this long is made again, with the same key, by the sweep. */
+  transactionResumeAfterSeconds: number;
   /** How long the 3DS simulator's issuer takes to complete a decoupled challenge, in ms (capped by decoupled_challenge_max_time). */
   threedsDecoupledDelayMs: number;
   /** SMTP_URL, MAIL_FROM, PUBLIC_URL, MAIL_MAX_ATTEMPTS, MAIL_RETRY_SCHEDULE: how e-mail is sent, and the base of its links. */
@@ -186,6 +190,8 @@ export function loadConfig(env: Env = process.env): Config {
     googlePay: readGooglePaySettings((name) => read.optional(name), problems),
     bankVerificationProvider: read.oneOf('BANK_VERIFICATION_PROVIDER', 'test', BANK_VERIFICATION_PROVIDER_NAMES),
     threedsSessionTtlMinutes: read.int('THREEDS_SESSION_TTL_MINUTES', 30, 1, 1440),
+    transactionApprovalMinutes: read.int('TRANSACTION_APPROVAL_MINUTES', 15, 1, 1440),
+    transactionResumeAfterSeconds: read.int('TRANSACTION_RESUME_AFTER_SECONDS', 120, 1, 86_400),
     threedsDecoupledDelayMs: read.int('THREEDS_DECOUPLED_DELAY_MS', 5000, 0, 604_800_000),
     mail: readMailSettings((name) => read.optional(name), problems, {
       host,

@@ -23,6 +23,9 @@ export function startSweeper(
     ['tokens', () => services.tokens.sweepExpired()],
     ['token intents', () => services.tokenIntents.sweepExpired()],
     ['3ds sessions', () => services.threeds.sweepExpired()],
+    // Not expiry but recovery: processor calls whose answer was never recorded are made again with their keys.
+    ['unanswered processor calls', () => services.transactions.recovery.resumeUnanswered()],
+    ['expired buyer approvals', () => services.transactions.recovery.expireApprovals()],
     ['idempotency keys', () => sweepIdempotencyKeys(db)],
     ['finished jobs', () => sweepJobs(db, { doneDays: config.jobRetentionDays, deadDays: config.jobDeadRetentionDays })],
     // Delivery records explain dead-lettered deliveries, so they are kept as long as dead jobs.

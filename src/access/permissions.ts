@@ -13,6 +13,7 @@ export type PermissionDefinition = {
 const MANAGEMENT: ApplicationType[] = ['management'];
 const PRIVATE: ApplicationType[] = ['private'];
 const PRIVATE_PUBLIC: ApplicationType[] = ['private', 'public'];
+const PRIVATE_MANAGEMENT: ApplicationType[] = ['private', 'management'];
 
 function p(type: string, description: string, application_types: ApplicationType[], scoped = false): PermissionDefinition {
   return { type, description, application_types, scoped };
@@ -56,7 +57,12 @@ export const PERMISSIONS: readonly PermissionDefinition[] = [
   p('3ds:session:create', 'Create 3DS sessions', PRIVATE_PUBLIC),
   p('3ds:session:read', 'Read 3DS sessions', PRIVATE),
   p('3ds:session:authenticate', 'Authenticate 3DS sessions', PRIVATE),
+  p('orchestration:transaction:read', 'Read payment transactions and refunds', PRIVATE_MANAGEMENT),
   p('orchestration:transaction:capture', 'Capture payment transactions', PRIVATE),
+  p('connection:create', 'Create processor connections', MANAGEMENT),
+  p('connection:read', 'Read processor connections (never their credentials)', MANAGEMENT),
+  p('connection:update', 'Update processor connections', MANAGEMENT),
+  p('connection:delete', 'Delete processor connections', MANAGEMENT),
 ];
 
 const BY_NAME = new Map(PERMISSIONS.map((d) => [d.type, d]));

@@ -20,6 +20,15 @@ export const WEBHOOK_EVENT_TYPES = [
   '3ds.session.challenge-completed',
   '3ds.session.decoupled-challenge-notification',
   '3ds.session.challenge-result-retrieved',
+  'transaction.created',
+  'transaction.authorized',
+  'transaction.captured',
+  'transaction.voided',
+  'transaction.declined',
+  'transaction.failed',
+  'refund.created',
+  'refund.succeeded',
+  'refund.failed',
 ] as const;
 export const ALL_EVENTS = '*';
 

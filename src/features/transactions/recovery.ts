@@ -1,0 +1,154 @@
+/**
+ * What runs in the background: calls left unanswered (a crash between the call and the commit,
+ * a lost reply) are made again with their recorded key; transactions and refunds the processor
+ * settles later are polled (the `orchestration.settle` job); approvals that ran out fail.
+ */
+import type { Principal } from '../../access/principal.ts';
+import type { ClaimedJob } from '../../db/jobs.ts';
+import type { Item } from '../../db/group-commit.ts';
+import type { RefundResult, TransactionAction } from '../../processors/index.ts';
+import { type Core, readCard, resumingPrincipal } from './core.ts';
+import { type Answer, applyAnswer, pollAt } from './outcome.ts';
+import type { RefundRow } from './store.ts';
+import {
+  findRefund, findTransaction, findUnansweredRefunds, saveOutcome, takeExpiredApprovals, takeUnansweredTransactions, type TransactionRow,
+} from './store.ts';
+
+/** How many times a transaction or refund the processor keeps pending is polled before Coffer stops asking (and logs it). */
+const MAX_POLLS = 200;
+
+type Finishers = {
+  finishAuthorization(row: TransactionRow, key: string, answer: Answer, audit?: Item[]): Promise<TransactionRow>;
+  finishCall(tenantId: string, id: string, key: string, action: TransactionAction, answer: Answer, actor?: Principal): Promise<TransactionRow>;
+  recordPoll(tenantId: string, transactionId: string, refundId: string, answer: RefundResult, polls: number): Promise<unknown>;
+  callRefund(transaction: TransactionRow, refund: RefundRow): Promise<unknown>;
+};
+
+export function createRecovery(core: Core, finish: Finishers) {
+  const { db, log, connections } = core;
+
+  async function resumeTransaction(row: TransactionRow): Promise<void> {
+    const pending = row.pending!;
+    const { processor } = await connections.processorFor(row.tenant_id, row.connection_id, { withDeleted: true });
+    if (pending.operation === 'authorize') {
+      const audit: Item[] = [];
+      const principal = resumingPrincipal(row);
+      const source = row.payment_method.token !== undefined ? { token: row.payment_method.token } : { token_intent_id: row.payment_method.token_intent_id };
+      let card;
+      try {
+        ({ card } = await readCard(core, principal, source, audit));
+      } catch (err) {
+        // The card is gone (deleted, or the intent expired): the call cannot be made again; ask where it stands instead.
+        if (!processor.status) throw err;
+        const answer = await core.call('status', row, () => processor.status!({ transaction: core.refOf(row) }));
+        await finish.finishAuthorization(row, pending.key, answer as Answer);
+        return;
+      }
+      const cardForCall = row.payment_source === 'ecommerce' && !row.merchant_initiated ? card : { ...card, cvc: undefined };
+      // Without the 3DS data the repeated call would not be the same request: such a transaction is polled instead.
+      if (row.three_d_session_id && processor.status) {
+        const answer = await core.call('status', row, () => processor.status!({ transaction: core.refOf(row) }));
+        await finish.finishAuthorization(row, pending.key, answer as Answer);
+        return;
+      }
+      const answer = await core.call('authorize', row, () => processor.authorize({
+        amount: row.amount, currency: row.currency, card: cardForCall, merchant_initiated: row.merchant_initiated, payment_source: row.payment_source,
+        is_subsequent_payment: row.is_subsequent_payment, previous_scheme_transaction_id: row.previous_scheme_transaction_id, idempotency_key: pending.key,
+        intent: row.intent, tenant_id: row.tenant_id,
+      }));
+      await finish.finishAuthorization(row, pending.key, answer as Answer, audit);
+      return;
+    }
+    if (pending.operation === 'capture') {
+      const amount = pending.amount ?? row.authorized_amount;
+      const answer = await core.call('capture', row, () => processor.capture({ transaction: core.refOf(row), amount, idempotency_key: pending.key }));
+      await finish.finishCall(row.tenant_id, row.id, pending.key, { type: 'capture', amount, result: answer as never }, answer as Answer);
+      return;
+    }
+    const answer = await core.call('void', row, () => processor.void({ transaction: core.refOf(row), idempotency_key: pending.key }));
+    await finish.finishCall(row.tenant_id, row.id, pending.key, { type: 'void', result: answer as never }, answer as Answer);
+  }
+
+  return {
+    /** Makes again, with the same keys, the calls whose answers were never recorded. Returns how many. */
+    async resumeUnanswered(limit = 100): Promise<number> {
+      // Claimed by moving pending_since on, in a short transaction: another process's sweep then leaves them alone for a while.
+      const rows = await db.transaction(async (tx) => {
+        const taken = await takeUnansweredTransactions(db, core.resumeAfterMs, limit, tx);
+        if (taken.length) {
+          await db.query(`UPDATE transactions SET pending_since = clock_timestamp() WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`,
+            [taken.map((r) => r.tenant_id), taken.map((r) => r.id)], tx);
+        }
+        return taken;
+      });
+      for (const row of rows) {
+        try {
+          await resumeTransaction(row);
+          log.warn({ transaction_id: row.id, operation: row.pending!.operation }, 'an unanswered processor call was made again with its key');
+        } catch (err) {
+          log.error({ err: (err as Error).message, transaction_id: row.id }, 'resuming a processor call failed; it will be tried again');
+        }
+      }
+      const stale = await findUnansweredRefunds(db, core.resumeAfterMs, limit);
+      for (const r of stale) {
+        try {
+          const transaction = await findTransaction(db, r.tenant_id, r.transaction_id);
+          const refund = await findRefund(db, r.tenant_id, r.transaction_id, r.id);
+          if (!transaction || !refund?.pending) continue;
+          await db.query(`UPDATE refunds SET pending_since = clock_timestamp() WHERE tenant_id = $1 AND id = $2`, [r.tenant_id, r.id]);
+          await finish.callRefund(transaction, refund);
+        } catch (err) {
+          log.error({ err: (err as Error).message, refund_id: r.id }, 'resuming a refund call failed; it will be tried again');
+        }
+      }
+      return rows.length + stale.length;
+    },
+
+    /** Approvals past approval_expires_at: authorization_failed with incomplete_buyer_approval. */
+    async expireApprovals(limit = 500): Promise<number> {
+      return db.transaction(async (tx) => {
+        const rows = await takeExpiredApprovals(db, limit, tx);
+        const now = new Date();
+        for (const row of rows) {
+          const { row: next, transition } = applyAnswer(row, { type: 'approval_expire' }, undefined, now);
+          await saveOutcome(db, { ...next, pending: null, pending_since: null }, null, tx);
+          await core.groupCommit.write(core.eventItems(next, transition.events), tx);
+        }
+        return rows.length;
+      });
+    },
+
+    /** The `orchestration.settle` job: asks the processor where a pending capture, void or refund stands. */
+    async settle(job: ClaimedJob<{ transaction_id: string; refund_id?: string; polls?: number }>): Promise<void> {
+      const tenantId = job.tenantId!;
+      const { transaction_id: id, refund_id: refundId } = job.payload;
+      const polls = job.payload.polls ?? 0;
+      const row = await findTransaction(db, tenantId, id);
+      if (!row) return;
+      const processor = (await connections.processorFor(tenantId, row.connection_id, { withDeleted: true })).processor;
+      if (polls >= MAX_POLLS) {
+        log.error({ transaction_id: id, refund_id: refundId }, 'the processor still reports the operation pending; Coffer stops polling it');
+        return;
+      }
+      if (refundId) {
+        const refund = await findRefund(db, tenantId, id, refundId);
+        if (!refund || refund.pending || refund.status !== 'processing' || !processor.refundStatus) return;
+        const answer = await processor.refundStatus({ transaction: core.refOf(row), connection_refund_id: refund.connection_refund_id ?? '', amount: refund.amount });
+        await finish.recordPoll(tenantId, id, refundId, answer, polls);
+        return;
+      }
+      const waiting = ['capture_pending', 'authorization_void_pending'].includes(row.status) && !row.pending;
+      if (!waiting || !processor.status) return;
+      const answer = await processor.status({ transaction: core.refOf(row) });
+      await db.transaction(async (tx) => {
+        const current = await findTransaction(db, tenantId, id, { tx, lock: true });
+        if (!current || current.status !== row.status || current.pending) return;
+        const now = new Date();
+        const { row: next, transition } = applyAnswer(current, { type: 'settle', result: answer }, answer, now);
+        await saveOutcome(db, { ...next, pending: null, pending_since: null }, null, tx);
+        await core.groupCommit.write(core.eventItems(next, transition.events), tx);
+        if (next.status === current.status) await core.scheduleSettle(tenantId, { transaction_id: id, polls: polls + 1 }, pollAt(answer, now), tx);
+      });
+    },
+  };
+}
