@@ -83,6 +83,16 @@ async function threedsSession(ctx: Ctx): Promise<string> {
   const token = await created(ctx, 'private', '/tokens', tokenBody);
   return created(ctx, 'private', '/3ds/sessions', { token_id: token, type: 'customer' });
 }
+const connectionBody = { name: 'generated connection', processor: 'coffer-test', settings: { settle_delay_ms: 0 } };
+/** An authorized payment of the tenant's own card token (4242…: approved) through a new coffer-test connection. */
+async function authorizedTransaction(ctx: Ctx): Promise<string> {
+  const connection = await created(ctx, 'management', '/orchestration/connections', connectionBody);
+  const token = await created(ctx, 'private', '/tokens', { type: 'card', data: { ...tokenBody.data, number: '4242424242424242' } });
+  return created(ctx, 'private', '/orchestration/transactions', { amount: 1000, currency: 'USD', connection_id: connection, token });
+}
+const capture = async (ctx: Ctx, id: string) => {
+  await created(ctx, 'private', `/orchestration/transactions/${id}/capture`, {}, () => '', 200);
+};
 const webhookBody = { name: 'generated webhook', url: 'https://example.com/hooks/coffer', events: ['token.created'] };
 
 /** Keyed by the path template before the id: `/applications/{id}/keys` creates a key of application {id}. */
@@ -107,6 +117,20 @@ export const RESOURCES: Record<string, Resource> = {
     create: (ctx) => created(ctx, 'private', `/reactors/${ctx.parents[0]}/react-async`, { args: { n: 1 } }, (b) => b.asyncReactorRequestId, 202),
   },
   '/proxies': { create: (ctx) => created(ctx, 'management', '/proxies', proxyBody), example: proxyBody, replacement: proxyBody },
+  '/orchestration/connections': { create: (ctx) => created(ctx, 'management', '/orchestration/connections', connectionBody), example: connectionBody },
+  '/orchestration/transactions': {
+    create: authorizedTransaction,
+    // Refunds need a captured transaction.
+    ready: { 'POST /orchestration/transactions/{transaction_id}/refunds': capture },
+    // The fuzz suite's card token (test/fuzz/fuzz.ts) through a connection that is nowhere: a 404 after validation.
+    example: { amount: 1000, currency: 'USD', connection_id: '00000000-0000-4000-8000-000000000000', token: 'fuzz-card' },
+  },
+  '/orchestration/transactions/{transaction_id}/refunds': {
+    create: async (ctx) => {
+      await capture(ctx, ctx.parents[0]);
+      return created(ctx, 'private', `/orchestration/transactions/${ctx.parents[0]}/refunds`, { amount: 10 });
+    },
+  },
   '/3ds/sessions': {
     create: threedsSession,
     // The fuzz suite's card token (test/fuzz/fuzz.ts); elsewhere a 404.
@@ -131,6 +155,8 @@ const EXAMPLES: Record<string, unknown> = {
   'POST /reactors/{id}/react': { args: { n: 1, s: 'x' } },
   'POST /reactors/{id}/react-async': { args: { n: 1 } },
   'POST /3ds/sessions/{id}/authenticate': threedsAuthenticateBody,
+  'POST /orchestration/transactions/{transaction_id}/capture': {},
+  'POST /orchestration/transactions/{transaction_id}/refunds': { amount: 10, reason: 'generated' },
 };
 
 /** Fails for a route whose ids name a collection RESOURCES cannot create. */
