@@ -23,6 +23,7 @@ import { cpuTimes, percent, STEAL_WARNING, stealShare } from './steal.ts';
 import { waitWorkersServing } from './workers.ts';
 import { googlePay, googlePayEnv, googlePayRequests } from './google-pay.ts';
 import { threeds, threedsRequests } from './threeds.ts';
+import { paymentRequests, payments } from './transactions.ts';
 import { Client } from 'undici';
 
 /** What prepare/requests get: the running Coffer, its management key, and a way to set data up through the API. */
@@ -200,6 +201,16 @@ const scenarios: Scenario[] = [
     connections: 64,
     prepare: threeds,
     requests: threedsRequests,
+  },
+  {
+    // A payment authorized and captured in one call on the test processor (bench/transactions.ts): one
+    // detokenization, the transaction written before the call and its outcome after it.
+    name: 'transactions.create',
+    baseline: 'detokenize',
+    target: 0.5,
+    connections: 64,
+    prepare: payments,
+    requests: paymentRequests,
   },
   {
     // Parse the expression, load and decrypt the token, audit the use, render $.number into the body.
