@@ -194,6 +194,12 @@ export interface RefundStatusRequest {
 export interface Processor {
   /** The connection's `processor` value: `coffer-test`, `stripe`. */
   readonly name: string;
+  /**
+   * Set by a processor whose calls have no effect outside this process (the test processor):
+   * nothing can be charged that Coffer does not record, so a new transaction is written once,
+   * with its outcome, instead of before and after its call (docs/orchestration.md, Money safety).
+   */
+  readonly local?: boolean;
   authorize(request: AuthorizeRequest): Promise<AuthorizeResult>;
   capture(request: CaptureRequest): Promise<CaptureResult>;
   void(request: VoidRequest): Promise<VoidResult>;

@@ -10,7 +10,9 @@ import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { enqueue } from '../../db/jobs.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { Logger } from '../../logger.ts';
-import { AmountError, IllegalTransitionError, type ProcessorCard, type ThreeDSData, type TransactionRef } from '../../processors/index.ts';
+import {
+  AmountError, type AuthorizeRequest, IllegalTransitionError, type ProcessorCard, reconciliationId, type ThreeDSData, type TransactionRef,
+} from '../../processors/index.ts';
 import type { ConnectionService } from '../connections/service.ts';
 import type { EventService } from '../events/service.ts';
 import type { LogService } from '../logs/service.ts';
@@ -103,6 +105,21 @@ export function createCore(deps: TransactionDeps) {
     async scheduleSettle(tenantId: string, payload: { transaction_id: string; refund_id?: string; polls?: number }, at: Date, tx: Tx): Promise<void> {
       await enqueue(db, tenantId, SETTLE_JOB, payload, { runAt: at }, tx);
     },
+  };
+}
+
+/**
+ * The authorization call of a transaction, built from its row alone (and the card and 3DS data),
+ * so a call made again after a crash is the same request. Card-on-file and merchant-initiated
+ * payments never send a CVC, even where the token keeps one.
+ */
+export function authorizeRequestOf(row: TransactionRow, card: ProcessorCard, threeDS?: ThreeDSData): AuthorizeRequest {
+  const withCvc = row.payment_source === 'ecommerce' && !row.merchant_initiated;
+  return {
+    amount: row.amount, currency: row.currency, card: withCvc ? card : { ...card, cvc: undefined }, ...(threeDS ? { three_d_secure: threeDS } : {}),
+    merchant_initiated: row.merchant_initiated, payment_source: row.payment_source, is_subsequent_payment: row.is_subsequent_payment,
+    previous_scheme_transaction_id: row.previous_scheme_transaction_id, idempotency_key: row.pending!.key, intent: row.intent,
+    reconciliation_id: reconciliationId(row.id), tenant_id: row.tenant_id,
   };
 }
 

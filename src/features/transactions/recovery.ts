@@ -6,8 +6,8 @@
 import type { Principal } from '../../access/principal.ts';
 import type { ClaimedJob } from '../../db/jobs.ts';
 import type { Item } from '../../db/group-commit.ts';
-import type { RefundResult, TransactionAction } from '../../processors/index.ts';
-import { type Core, readCard, resumingPrincipal } from './core.ts';
+import type { RefundResult, ThreeDSData, TransactionAction } from '../../processors/index.ts';
+import { authorizeRequestOf, type Core, readCard, readThreeDS, resumingPrincipal } from './core.ts';
 import { type Answer, applyAnswer, pollAt } from './outcome.ts';
 import type { RefundRow } from './store.ts';
 import {
@@ -35,27 +35,19 @@ export function createRecovery(core: Core, finish: Finishers) {
       const principal = resumingPrincipal(row);
       const source = row.payment_method.token !== undefined ? { token: row.payment_method.token } : { token_intent_id: row.payment_method.token_intent_id };
       let card;
+      let threeDS: ThreeDSData | undefined;
       try {
         ({ card } = await readCard(core, principal, source, audit));
+        // The same request needs the same 3DS data: read from the session again (it outlives the resume delay).
+        if (row.three_d_session_id) threeDS = (await readThreeDS(core, principal, row.three_d_session_id, source)).data;
       } catch (err) {
-        // The card is gone (deleted, or the intent expired): the call cannot be made again; ask where it stands instead.
+        // The card (or its 3DS session) is gone: the call cannot be made again; ask where it stands instead.
         if (!processor.status) throw err;
         const answer = await core.call('status', row, () => processor.status!({ transaction: core.refOf(row) }));
         await finish.finishAuthorization(row, pending.key, answer as Answer);
         return;
       }
-      const cardForCall = row.payment_source === 'ecommerce' && !row.merchant_initiated ? card : { ...card, cvc: undefined };
-      // Without the 3DS data the repeated call would not be the same request: such a transaction is polled instead.
-      if (row.three_d_session_id && processor.status) {
-        const answer = await core.call('status', row, () => processor.status!({ transaction: core.refOf(row) }));
-        await finish.finishAuthorization(row, pending.key, answer as Answer);
-        return;
-      }
-      const answer = await core.call('authorize', row, () => processor.authorize({
-        amount: row.amount, currency: row.currency, card: cardForCall, merchant_initiated: row.merchant_initiated, payment_source: row.payment_source,
-        is_subsequent_payment: row.is_subsequent_payment, previous_scheme_transaction_id: row.previous_scheme_transaction_id, idempotency_key: pending.key,
-        intent: row.intent, tenant_id: row.tenant_id,
-      }));
+      const answer = await core.call('authorize', row, () => processor.authorize(authorizeRequestOf(row, card, threeDS)));
       await finish.finishAuthorization(row, pending.key, answer as Answer, audit);
       return;
     }

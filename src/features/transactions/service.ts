@@ -3,8 +3,8 @@ import type { Principal } from '../../access/principal.ts';
 import type { Item } from '../../db/group-commit.ts';
 import { ApiError } from '../../http/errors.ts';
 import { decodeCursor, encodeCursor } from '../../http/pagination.ts';
-import { initialState, planCapture, planVoid, reconciliationId, type TransactionAction, type TransactionState, uuidFromReconciliationId } from '../../processors/index.ts';
-import { type Core, createCore, readCard, readThreeDS, type TransactionDeps } from './core.ts';
+import { initialState, planCapture, planVoid, type TransactionAction, type TransactionState, uuidFromReconciliationId } from '../../processors/index.ts';
+import { authorizeRequestOf, type Core, createCore, readCard, readThreeDS, type TransactionDeps } from './core.ts';
 import { type Answer, applyAnswer, pollAt } from './outcome.ts';
 import { createRefunds } from './refunds.ts';
 import { createRecovery } from './recovery.ts';
@@ -32,7 +32,7 @@ export function createTransactionService(deps: TransactionDeps) {
   const recovery = createRecovery(core, { finishAuthorization, finishCall, recordPoll: refunds.recordPoll, callRefund: refunds.call });
 
   /** Records an authorization's answer; `key` is the call's, so a second recording of it changes nothing. */
-  async function finishAuthorization(row: TransactionRow, key: string, answer: Answer, audit: Item[] = []): Promise<TransactionRow> {
+  async function finishAuthorization(row: TransactionRow, key: string, answer: Answer, audit: Item[] = [], opts: { insert?: boolean } = {}): Promise<TransactionRow> {
     const now = new Date();
     let applied;
     try {
@@ -48,7 +48,9 @@ export function createTransactionService(deps: TransactionDeps) {
       next.payment_method = { ...next.payment_method, approval_url: `${deps.publicUrl()}/orchestration/transactions/${row.id}/approval` };
       next.approval_expires_at = new Date(now.getTime() + deps.approvalMinutes * 60_000);
     }
-    const items = [...audit, core.outcomeTable.of({ ...next, answered_key: key }), ...core.eventItems(next, applied.transition.events)];
+    // Written once (a local processor) or as the outcome of the call the row was written down for.
+    const write = opts.insert ? core.transactionTable.of(next) : core.outcomeTable.of({ ...next, answered_key: key });
+    const items = [...audit, write, ...core.eventItems(next, applied.transition.events)];
     if (next.status === 'capture_pending') {
       await db.transaction(async (tx) => {
         await groupCommit.write(items, tx);
@@ -145,21 +147,16 @@ export function createTransactionService(deps: TransactionDeps) {
         scheme_transaction_id: null, authorized_at: null, captured_at: null, voided_at: null, approval_expires_at: null,
         pending: { operation: 'authorize', key }, pending_since: now, created_by: principal.actorId, created_at: now, updated_at: now,
       };
-      // The outbox entry: the transaction, pending its authorization, with the card's use and the event, before the call.
-      await groupCommit.write([
-        core.transactionTable.of(row),
+      const created = [
         ...audit,
         logs.item(principal, { entityType: 'transaction', entityId: id, operation: 'create', message: `Transaction created (${intent} ${body.amount} ${body.currency})` }),
         ...core.eventItems(row, ['transaction.created']),
-      ]);
-      // Card-on-file and merchant-initiated payments never send a CVC, even where the token keeps one.
-      const cardForCall = source === 'ecommerce' && !mit ? card : { ...card, cvc: undefined };
-      const answer = await core.call('authorize', row, () => processor.authorize({
-        amount: row.amount, currency: row.currency, card: cardForCall, ...(threeDS ? { three_d_secure: threeDS.data } : {}), merchant_initiated: mit,
-        payment_source: source, is_subsequent_payment: row.is_subsequent_payment, previous_scheme_transaction_id: row.previous_scheme_transaction_id,
-        idempotency_key: key, intent, reconciliation_id: reconciliationId(id), tenant_id: tenantId,
-      }));
-      return finishAuthorization(row, key, answer as Answer);
+      ];
+      // The outbox entry: the transaction, pending its authorization, with the card's use and the event, before the call.
+      // A local processor charges nothing outside this process: the transaction is written once, with its outcome.
+      if (!processor.local) await groupCommit.write([core.transactionTable.of(row), ...created]);
+      const answer = await core.call('authorize', row, () => processor.authorize(authorizeRequestOf(row, card, threeDS?.data)));
+      return processor.local ? finishAuthorization(row, key, answer as Answer, created, { insert: true }) : finishAuthorization(row, key, answer as Answer);
     },
 
     get: load,

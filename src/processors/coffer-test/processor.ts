@@ -33,6 +33,7 @@ export interface CofferTestOptions {
 
 export class CofferTestProcessor implements Processor {
   readonly name = COFFER_TEST;
+  readonly local = true;
   readonly ledger: TestLedger;
   readonly #scope: string;
   readonly #delay: number;
