@@ -34,6 +34,7 @@ import { createConnectionService } from './features/connections/service.ts';
 import { registerConnectionRoutes } from './features/connections/routes.ts';
 import { createTransactionService, SETTLE_JOB } from './features/transactions/service.ts';
 import { registerTransactionRoutes } from './features/transactions/routes.ts';
+import { registerApprovalPages } from './features/transactions/approval-pages.ts';
 import { TestLedger } from './processors/index.ts';
 import { createTokenService } from './features/tokens/service.ts';
 import { registerTokenRoutes } from './features/tokens/routes.ts';
@@ -231,6 +232,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerThreeDSPages(app, services.threeds, () => config.mail.publicUrl);
   registerConnectionRoutes(app, services.connections);
   registerTransactionRoutes(app, services.transactions);
+  registerApprovalPages(app, services.transactions, () => config.mail.publicUrl);
   registerWebhookRoutes(app, services.webhooks);
   registerReactorRoutes(app, services.reactors);
   registerProxyRoutes(app, services.proxies, { maxBodyBytes: config.proxyMaxBodyBytes });

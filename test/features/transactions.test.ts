@@ -161,7 +161,7 @@ describe('transactions', () => {
   it('needs 3DS: buyer_approval_pending with an approval URL; an approval run out fails', async () => {
     const res = await pay({ token: await card(THREEDS) });
     assert.equal(res.body.status, 'buyer_approval_pending', res.text);
-    assert.match(res.body.payment_method.approval_url, new RegExp(`/orchestration/transactions/${res.body.id}/approval$`));
+    assert.match(res.body.payment_method.approval_url, new RegExp(`/orchestration/approvals/${res.body.id}\\?token=[A-Za-z0-9_-]{43}$`));
     assert.ok(Date.parse(res.body.approval_expires_at) > Date.now());
     await queryOnce(server.config.databaseUrl!, `UPDATE transactions SET approval_expires_at = now() - interval '1 second' WHERE id = $1`, [res.body.id]);
     assert.equal(await server.running.services.transactions.recovery.expireApprovals(), 1);

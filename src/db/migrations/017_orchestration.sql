@@ -74,6 +74,8 @@ CREATE INDEX transactions_reconciliation ON transactions (tenant_id, external_id
 -- What the sweep resumes: calls whose outcome was never recorded, and approvals that ran out.
 CREATE INDEX transactions_pending ON transactions (pending_since) WHERE pending IS NOT NULL;
 CREATE INDEX transactions_awaiting_approval ON transactions (approval_expires_at) WHERE status = 'buyer_approval_pending';
+-- The approval page knows a transaction by its id alone (and the secret in its URL): unique across tenants.
+CREATE UNIQUE INDEX transactions_approvals ON transactions (id) WHERE status = 'buyer_approval_pending';
 
 CREATE TABLE refunds (
   tenant_id             uuid NOT NULL,

@@ -47,9 +47,10 @@ button { font-size: 15px; padding: 6px 14px; margin: 12px 8px 0 0; cursor: point
 form.inline { display: inline; }
 `;
 
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+export const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 
-function page(title: string, body: string, opts: { script?: string; bodyData?: Record<string, string> } = {}): string {
+/** A page in the style of the cardholder pages (also the transactions' approval page). */
+export function page(title: string, body: string, opts: { script?: string; bodyData?: Record<string, string> } = {}): string {
   const data = Object.entries(opts.bodyData ?? {}).map(([k, v]) => ` data-${k}="${escapeHtml(v)}"`).join('');
   return `<!doctype html>
 <html lang="en">

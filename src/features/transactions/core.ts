@@ -33,7 +33,7 @@ export type TransactionDeps = {
   events: EventService;
   tokens: Pick<TokenService, 'useOne'>;
   intents: Pick<TokenIntentService, 'open'>;
-  threeds: Pick<ThreeDSService, 'get'>;
+  threeds: Pick<ThreeDSService, 'get' | 'create' | 'authenticate'>;
   connections: Pick<ConnectionService, 'processorFor'>;
   /** PUBLIC_URL, read when an approval URL is made. */
   publicUrl: () => string;

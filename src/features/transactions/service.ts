@@ -6,6 +6,7 @@ import { decodeCursor, encodeCursor } from '../../http/pagination.ts';
 import { initialState, planCapture, planVoid, type TransactionAction, type TransactionState, uuidFromReconciliationId } from '../../processors/index.ts';
 import { authorizeRequestOf, type Core, createCore, readCard, readThreeDS, type TransactionDeps } from './core.ts';
 import { type Answer, applyAnswer, pollAt } from './outcome.ts';
+import { createApprovals } from './approval.ts';
 import { createRefunds } from './refunds.ts';
 import { createRecovery } from './recovery.ts';
 import { checkUseCase } from './rules.ts';
@@ -45,7 +46,8 @@ export function createTransactionService(deps: TransactionDeps) {
     next.pending = next.status === 'processing' ? row.pending : null;
     next.pending_since = next.status === 'processing' ? now : null;
     if (next.status === 'buyer_approval_pending') {
-      next.payment_method = { ...next.payment_method, approval_url: `${deps.publicUrl()}/orchestration/transactions/${row.id}/approval` };
+      // The URL is the buyer's capability: the transaction id and a secret of its own.
+      next.payment_method = { ...next.payment_method, approval_url: `${deps.publicUrl()}/orchestration/approvals/${row.id}?token=${randomBytes(32).toString('base64url')}` };
       next.approval_expires_at = new Date(now.getTime() + deps.approvalMinutes * 60_000);
     }
     // Written once (a local processor) or as the outcome of the call the row was written down for.
@@ -123,6 +125,7 @@ export function createTransactionService(deps: TransactionDeps) {
   return {
     refunds: refunds.api,
     recovery,
+    approvals: createApprovals(core, finishAuthorization),
 
     async create(principal: Principal, body: CreateTransactionInput): Promise<TransactionRow> {
       checkUseCase(body);

@@ -211,6 +211,15 @@ export function takeUnansweredTransactions(db: Database, olderThanMs: number, li
   );
 }
 
+/** A transaction awaiting its buyer's approval, by its id alone (the approval page has no tenant); `lock` for the rest of `tx`. */
+export function findAwaitingApproval(db: Database, id: string, opts: { tx?: Tx; lock?: boolean } = {}): Promise<TransactionRow | undefined> {
+  return db.one<TransactionRow>(
+    `SELECT ${COLUMNS} FROM transactions WHERE id = $1 AND status = 'buyer_approval_pending'${opts.lock ? ' FOR UPDATE' : ''}`,
+    [id],
+    opts.tx,
+  );
+}
+
 /** Approvals past their deadline, locked. */
 export function takeExpiredApprovals(db: Database, limit: number, tx: Tx): Promise<TransactionRow[]> {
   return db.query<TransactionRow>(
