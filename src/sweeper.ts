@@ -23,6 +23,9 @@ export function startSweeper(
     ['tokens', () => services.tokens.sweepExpired()],
     ['token intents', () => services.tokenIntents.sweepExpired()],
     ['3ds sessions', () => services.threeds.sweepExpired()],
+    // PENDING invitations past their expiry are EXPIRED (reads show it already); deleted ones are kept as long as dead jobs, so their links can say why they ended.
+    ['invitations', () => services.invitations.sweep(config.jobDeadRetentionDays)],
+    ['member sessions and sign-in links', () => services.signin.sweep()],
     ['idempotency keys', () => sweepIdempotencyKeys(db)],
     ['finished jobs', () => sweepJobs(db, { doneDays: config.jobRetentionDays, deadDays: config.jobDeadRetentionDays })],
     // Delivery records explain dead-lettered deliveries, so they are kept as long as dead jobs.

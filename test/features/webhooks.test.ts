@@ -11,7 +11,8 @@ import { rememberSecret, startTestServer, type TestServer } from '../helpers/ser
 
 const EVENT_TYPES = ['reactor.invoked', 'reactor.completed', 'reactor.failed', 'token.created', 'token.updated', 'token.deleted', 'token.expired', 'token-intent.created', 'token-intent.deleted', 'token-intent.converted',
   '3ds.session.created', '3ds.session.method-completed', '3ds.session.authenticated', '3ds.session.challenge-completed',
-  '3ds.session.decoupled-challenge-notification', '3ds.session.challenge-result-retrieved'];
+  '3ds.session.decoupled-challenge-notification', '3ds.session.challenge-result-retrieved',
+  'tenant.invitation.created', 'tenant.invitation.resent', 'tenant.invitation.deleted', 'tenant.invitation.accepted', 'tenant.member.created', 'tenant.member.deleted'];
 const HOOK = { name: 'orders backend', url: 'https://hooks.example.com/coffer', events: ['token.created'] };
 
 describe('webhooks API', () => {

@@ -20,6 +20,12 @@ export const WEBHOOK_EVENT_TYPES = [
   '3ds.session.challenge-completed',
   '3ds.session.decoupled-challenge-notification',
   '3ds.session.challenge-result-retrieved',
+  'tenant.invitation.created',
+  'tenant.invitation.resent',
+  'tenant.invitation.deleted',
+  'tenant.invitation.accepted',
+  'tenant.member.created',
+  'tenant.member.deleted',
 ] as const;
 export const ALL_EVENTS = '*';
 
