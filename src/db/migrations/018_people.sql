@@ -48,7 +48,8 @@ CREATE TABLE invitation_links (
   secret_hash    bytea NOT NULL,
   superseded_at  timestamptz,
   created_at     timestamptz NOT NULL DEFAULT now(),
-  FOREIGN KEY (tenant_id, invitation_id) REFERENCES tenant_invitations (tenant_id, id) ON DELETE CASCADE
+  -- Checked at commit: an invitation's first link is written before the invitation, which names its e-mail.
+  FOREIGN KEY (tenant_id, invitation_id) REFERENCES tenant_invitations (tenant_id, id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED
 );
 CREATE INDEX invitation_links_invitation ON invitation_links (tenant_id, invitation_id);
 

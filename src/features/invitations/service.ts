@@ -5,6 +5,7 @@ import { ApiError } from '../../http/errors.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import type { Logger } from '../../logger.ts';
 import { emailProblem } from '../../mail/address.ts';
+import { addressProblem } from '../../mail/settings.ts';
 import type { MailService, MailStatus } from '../../mail/index.ts';
 import { newLinkSecret } from '../../vault/link-secrets.ts';
 import type { ApplicationService } from '../applications/service.ts';
@@ -97,7 +98,7 @@ export function createInvitationService(deps: {
   return {
     async create(principal: Principal, input: { email: string; role: InvitationRole }): Promise<InvitationView> {
       const email = input.email.trim();
-      const problem = emailProblem(email);
+      const problem = emailProblem(email) ?? (addressProblem(email) ? 'is an address Coffer cannot send e-mail to (a quoted local part with spaces)' : undefined);
       if (problem) throw ApiError.field('body.email', problem);
       const tenantId = principal.tenantId;
       const inviter = await inviterOf(principal);
