@@ -67,7 +67,7 @@ function errorPage(error: ApiError, original: unknown): string {
 export function registerInvitationPages(app: FastifyInstance, deps: { acceptance: Acceptance; members: MemberService; limiter: TokenBuckets; publicUrl: () => string }): void {
   const { acceptance, members, limiter } = deps;
   const limit = (request: FastifyRequest) => {
-    const wait = limiter.take(`accept:${request.ip}`);
+    const wait = limiter.take(`people:${request.ip}`);
     if (wait > 0) {
       const e = new ApiError(429, 'Too many attempts from this address: wait a minute and try again.');
       e.retryAfterSeconds = wait;

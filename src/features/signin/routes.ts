@@ -50,7 +50,7 @@ export function registerSigninRoutes(app: FastifyInstance, deps: { signin: Signi
   const { signin, limiter } = deps;
   const secure = () => secureCookies(deps.publicUrl());
   const limit = (request: FastifyRequest) => {
-    const wait = limiter.take(`signin:${request.ip}`);
+    const wait = limiter.take(`people:${request.ip}`);
     if (wait > 0) {
       const e = new ApiError(429, 'Too many sign-in attempts from this address: wait a minute and try again.');
       e.retryAfterSeconds = wait;
