@@ -30,6 +30,9 @@ export function apiDescription(): string {
         'application, `DELETE /applications/{id}/keys/{keyId}` revokes one at once.',
       '- **`POST /sessions`.** A public application\'s key creates a short-lived session key, which a private ' +
         'application\'s key then authorizes.',
+      '- **Signed-in members.** A tenant member signed in from a browser (an accepted invitation, or a one-time ' +
+        'sign-in link) calls the management operations with its session cookie and an `X-CSRF-Token` header ' +
+        'repeating the `coffer_csrf` cookie, with the permissions of its role (see the People guide).',
     ].join('\n'),
     'Each operation lists the permissions it needs (`x-permissions`). Errors are RFC 9457 problem details ' +
       '(`application/problem+json`) with a `request_id` to quote.',

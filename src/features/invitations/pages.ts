@@ -39,7 +39,7 @@ function refusedPage(view: Exclude<AcceptView, { state: 'ready' }>): string {
 function acceptPage(token: string, view: Extract<AcceptView, { state: 'ready' }>): string {
   return page(`Join ${view.tenantName}`, `<h1>Join ${escapeHtml(view.tenantName)}</h1>
 <p>${escapeHtml(view.inviter)} invited you (${escapeHtml(view.email)}) to join the tenant <strong>${escapeHtml(view.tenantName)}</strong> on Coffer as ${escapeHtml(ROLE_TEXT[view.role] ?? view.role)}.</p>
-<form method="post" action="/invitations/accept">
+<form method="post" action="accept">
 <input type="hidden" name="token" value="${escapeHtml(token)}">
 <label for="first_name">First name</label>
 <input type="text" id="first_name" name="first_name" autocomplete="given-name" maxlength="100" required>
@@ -53,7 +53,7 @@ function acceptPage(token: string, view: Extract<AcceptView, { state: 'ready' }>
 function welcomePage(tenantName: string): string {
   return page(`Welcome to ${tenantName}`, `<h1 id="signed-in">Welcome to ${escapeHtml(tenantName)}</h1>
 <p>You are a member now, and signed in on this browser.</p>
-<p><a href="/me">See your account</a> · <a href="/docs">API reference</a></p>`);
+<p><a href="../me">See your account</a> · <a href="../docs">API reference</a></p>`);
 }
 
 /** An error as the acceptance pages show it. */

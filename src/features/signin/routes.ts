@@ -32,7 +32,7 @@ const MeSchema = Type.Object({
 function linkPage(token: string, tenantName: string, email: string | undefined): string {
   return page(`Sign in to ${tenantName}`, `<h1>Sign in to ${escapeHtml(tenantName)}</h1>
 ${email ? `<p>as ${escapeHtml(email)}</p>` : ''}
-<form method="post" action="/signin/link">
+<form method="post" action="link">
 <input type="hidden" name="token" value="${escapeHtml(token)}">
 <button type="submit">Sign in</button>
 </form>
@@ -91,7 +91,7 @@ export function registerSigninRoutes(app: FastifyInstance, deps: { signin: Signi
       const session = await signin.useLink(request.body.token);
       setSessionCookies(reply, session, secure());
       if (!wantsPage(request)) return reply.code(204).send();
-      return sendPage(reply, 200, page('Signed in', '<h1 id="signed-in">You are signed in</h1>\n<p><a href="/me">See your account</a> · <a href="/docs">API reference</a></p>'));
+      return sendPage(reply, 200, page('Signed in', '<h1 id="signed-in">You are signed in</h1>\n<p><a href="../me">See your account</a> · <a href="../docs">API reference</a></p>'));
     });
 
     r.post('/signout', {
