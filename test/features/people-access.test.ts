@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { permissionsFor } from '../../src/access/permissions.ts';
 import { call, createOtherTenant } from '../helpers/http.ts';
-import { asMember, freshEmail, linkToken, makeMember, queuedMails } from '../helpers/people.ts';
+import { asMember, freshEmail, linkToken, makeMember, memberCookies, queuedMails } from '../helpers/people.ts';
 import { assertAuthCases } from '../helpers/security.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 
 /**
  * Members and who may do what: every people route's permission table, members acting with a
@@ -219,5 +219,29 @@ describe('people routes are rate limited per client address', () => {
     const pageRes = await call(server, 'GET', '/invitations/accept?token=x');
     assert.equal(pageRes.status, 429);
     assert.match(pageRes.text, /Too many attempts/);
+  });
+});
+
+describe('the first start makes the OWNER', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ WORKERS: '0', COFFER_OWNER_EMAIL: 'founder@example.com' });
+  });
+  after(() => server?.stop());
+
+  it('with COFFER_OWNER_EMAIL, and a sign-in link for them next to the management key', async () => {
+    const owner = (await call(server, 'GET', '/tenants/self/members', { key: server.key })).body.data[0];
+    assert.equal(owner.role, 'OWNER');
+    assert.equal(owner.user.email, 'founder@example.com');
+    const url = new URL(server.running.firstKey!.signin_url);
+    assert.equal(url.origin, new URL(server.url).origin);
+    const token = url.searchParams.get('token')!;
+    rememberSecret(token);
+    const res = await call(server, 'POST', '/signin/link', { body: { token } });
+    assert.equal(res.status, 204);
+    const m = memberCookies(res);
+    assert.equal((await call(server, 'GET', '/me', asMember(m))).body.role, 'OWNER');
+    // The owner may do everything a management key may, and still cannot remove itself.
+    assert.equal((await call(server, 'DELETE', `/tenants/self/members/${owner.id}`, asMember(m))).status, 422);
   });
 });
