@@ -57,12 +57,13 @@ export function sendPage(reply: FastifyReply, status: number, html: string): Fas
 }
 
 /**
- * Whether the request is a person's (the GET of a page, which is kept out of the API
- * reference, or an HTML form's POST): answered with a page, not JSON.
+ * Whether the request is a person's, answered with a page rather than JSON: the GET of a page
+ * (kept out of the API reference), or a POST from a browser, which asks for HTML (a form's
+ * submission sends `Accept: text/html…`). Anything else gets JSON and problem details.
  */
 export function wantsPage(request: FastifyRequest): boolean {
   if (request.method === 'GET') return (request.routeOptions.schema as { hide?: boolean } | undefined)?.hide === true;
-  return (request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded');
+  return /\btext\/html\b/i.test(request.headers.accept ?? '');
 }
 
 const FORM_LIMIT = 8 * 1024;

@@ -168,7 +168,7 @@ describe('tenant members and access', () => {
       assert.equal(pageRes.status, 200);
       assert.match(pageRes.text, /<form method="post" action="link">/);
     }
-    const form = { raw: new URLSearchParams({ token }).toString(), contentType: 'application/x-www-form-urlencoded' };
+    const form = { raw: new URLSearchParams({ token }).toString(), contentType: 'application/x-www-form-urlencoded', headers: { accept: 'text/html' } };
     const signed = await call(server, 'POST', '/signin/link', form);
     assert.equal(signed.status, 200, signed.text);
     assert.match(signed.text, /You are signed in/);

@@ -159,6 +159,7 @@ describe('tenant invitations, by e-mail', () => {
     const res = await call(server, 'POST', '/invitations/accept', {
       raw: new URLSearchParams({ token, first_name: 'Form', last_name: 'Filler' }).toString(),
       contentType: 'application/x-www-form-urlencoded',
+      headers: { accept: 'text/html,application/xhtml+xml' },
     });
     assert.equal(res.status, 200, res.text);
     assert.match(res.text, /Welcome to Default/);
