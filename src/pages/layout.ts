@@ -57,13 +57,15 @@ export function sendPage(reply: FastifyReply, status: number, html: string): Fas
 }
 
 /**
- * Whether the request is a person's, answered with a page rather than JSON: the GET of a page
- * (kept out of the API reference), or a POST from a browser, which asks for HTML (a form's
- * submission sends `Accept: text/html…`). Anything else gets JSON and problem details.
+ * Whether the request is a person's, answered with a page rather than JSON. Only routes kept
+ * out of the API reference (`hide`) ever answer pages: the GET of a page, and a POST from a
+ * browser (a form's submission, or a request asking for HTML). Every route in the reference
+ * answers JSON and problem details, whatever the request asks for.
  */
 export function wantsPage(request: FastifyRequest): boolean {
-  if (request.method === 'GET') return (request.routeOptions.schema as { hide?: boolean } | undefined)?.hide === true;
-  return /\btext\/html\b/i.test(request.headers.accept ?? '');
+  if ((request.routeOptions.schema as { hide?: boolean } | undefined)?.hide !== true) return false;
+  if (request.method === 'GET') return true;
+  return (request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded') || /\btext\/html\b/i.test(request.headers.accept ?? '');
 }
 
 const FORM_LIMIT = 8 * 1024;

@@ -87,10 +87,10 @@ export function registerInvitationPages(app: FastifyInstance, deps: { acceptance
 
     r.post('/invitations/accept', {
       config: { access: 'public' },
+      // The acceptance page's form posts here (a page answers a browser); JSON clients get the
+      // member, or problem details. Like the 3DS pages, kept out of the API reference: docs/people.md.
       schema: {
-        tags: ['tenant invitations'],
-        summary: 'Accept an invitation (no API key): makes the member and signs the person in with a session cookie. Form posts get pages; JSON gets the member',
-        description: '404 for a link that is not valid, 409 for one used already, 410 for one expired, replaced by a resend, or withdrawn; 429 past PEOPLE_RATE_PER_MINUTE from one address.',
+        hide: true,
         body: AcceptBody,
         response: { 200: MemberSchema, 400: problem(400), 404: problem(404), 409: problem(409), 410: problem(410), 413: problem(413), 415: problem(415), 429: problem(429) },
       },
