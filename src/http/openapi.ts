@@ -24,7 +24,8 @@ export function apiDescription(): string {
       '- **The first start.** On its very first start Coffer creates a tenant and prints that tenant\'s ' +
         'management key once, on the terminal (stderr). It is shown only then.',
       '- **`coffer init`.** Creates another tenant with a management application and prints its key ' +
-        '(`--json` prints `{"tenant_id", "application_id", "api_key"}`); it works while the server runs.',
+        'and a one-time sign-in link for its owner (`--json` prints `{"tenant_id", "application_id", "api_key", "owner_user_id", ' +
+        '"signin_url"}`); it works while the server runs.',
       '- **`POST /applications`.** A management key creates applications (`management`, `private` or `public`); ' +
         'the new key is in the answer (`key`), and only there. `POST /applications/{id}/keys` adds a key to an ' +
         'application, `DELETE /applications/{id}/keys/{keyId}` revokes one at once.',
