@@ -250,3 +250,50 @@ describe('tenant invitations, by e-mail', () => {
     for (const i of res.body.data) assert.ok(['PENDING', 'EXPIRED', 'ACCEPTED'].includes(i.status));
   });
 });
+
+describe('tenant invitations under contention and mail failure', () => {
+  let smtp: TestSmtpServer;
+  let server: TestServer;
+
+  before(async () => {
+    smtp = await startSmtpServer();
+    server = await startTestServer({ SMTP_URL: smtp.url, MAIL_FROM: 'coffer@example.com', JOB_POLL_MS: '20', MAIL_MAX_ATTEMPTS: '1', PEOPLE_RATE_PER_MINUTE: '1000' });
+  });
+  after(async () => {
+    await server?.stop();
+    await smtp?.close();
+  });
+
+  it('of concurrent invitations of one address, one is made and the rest are 409', async () => {
+    const email = freshEmail('race');
+    const answers = await Promise.all(Array.from({ length: 6 }, () => call(server, 'POST', '/tenants/self/invitations', { key: server.key, body: { email } })));
+    assert.deepEqual(answers.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409]);
+  });
+
+  it('of concurrent acceptances of one link, one makes the member and the rest are 409', async () => {
+    const email = freshEmail('twice-accepted');
+    await call(server, 'POST', '/tenants/self/invitations', { key: server.key, body: { email } });
+    const mail = await until(() => smtp.received.find((m) => JSON.stringify(m.to).includes(email)), 'the invitation');
+    const token = linkToken(mail.text ?? '');
+    const answers = await Promise.all(Array.from({ length: 5 }, () => call(server, 'POST', '/invitations/accept', { body: { token, first_name: 'R', last_name: 'C' } })));
+    assert.deepEqual(answers.map((r) => r.status).sort(), [200, 409, 409, 409, 409]);
+    const [{ n }] = await server.running.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM users WHERE lower(email) = lower($1)`, [email]);
+    assert.equal(n, 1);
+  });
+
+  it('an e-mail that cannot be delivered shows as email_status failed, and in the audit log', async () => {
+    smtp.refuseRecipients = true;
+    try {
+      const inv = (await call(server, 'POST', '/tenants/self/invitations', { key: server.key, body: { email: freshEmail('bounce') } })).body;
+      const failed = await until(async () => {
+        const res = await call(server, 'GET', `/tenants/self/invitations/${inv.id}`, { key: server.key });
+        return res.body.email_status === 'failed' ? res.body : undefined;
+      }, 'email_status failed', 20_000);
+      assert.equal(failed.status, 'PENDING');
+      const logs = await call(server, 'GET', `/logs?entity_type=tenant_invitation&entity_id=${inv.id}`, { key: server.key });
+      assert.ok(logs.body.data.some((e: { operation: string; message: string }) => e.operation === 'email_failed' && /550/.test(e.message)), JSON.stringify(logs.body.data));
+    } finally {
+      smtp.refuseRecipients = false;
+    }
+  });
+});
