@@ -239,6 +239,11 @@ describe('tenant invitations, by e-mail', () => {
     assert.equal((await accept('00000000-0000-4000-8000-000000000000.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA')).status, 404);
     const bad = await call(server, 'POST', '/invitations/accept', { body: { token: 'x', first_name: '' } });
     assert.equal(bad.status, 400);
+    for (const name of ['   ', 'Ada\nLovelace', 'tab\there', '\u0001']) {
+      const res = await call(server, 'POST', '/invitations/accept', { body: { token: 'x', first_name: name, last_name: 'L' } });
+      assert.equal(res.status, 400, JSON.stringify(name));
+      assert.ok(res.body.errors['body.first_name'], res.text);
+    }
     assert.equal((await call(server, 'GET', '/invitations/accept?token=nope')).status, 404);
   });
 

@@ -30,11 +30,14 @@ export const ListInvitationsQuery = Type.Object({ ...OffsetQuery() });
 export const InvitationPage = OffsetPage(InvitationSchema);
 export const InvitationId = Type.Object({ id: Uuid });
 
+/** A name people typed: something visible, no control characters (line breaks included). */
+const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '^[^\\u0000-\\u001f\\u007f]*[^\\s\\u0000-\\u001f\\u007f][^\\u0000-\\u001f\\u007f]*$' });
+
 /** POST /invitations/accept, as JSON or from the acceptance page's form. */
 export const AcceptBody = Type.Object({
   token: Type.String({ minLength: 1, maxLength: 200, description: 'The `token` of the link in the invitation e-mail' }),
-  first_name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
-  last_name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
+  first_name: Name,
+  last_name: Name,
 }, { additionalProperties: false });
 
 export const AcceptQuery = Type.Object({ token: Type.String({ maxLength: 200 }) });
