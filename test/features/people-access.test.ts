@@ -146,6 +146,11 @@ describe('tenant members and access', () => {
     const me = await call(server, 'GET', '/me', asMember(both));
     assert.equal(me.body.tenants.length, 2);
     assert.equal(me.body.tenant_id, other.tenant_id);
+    // Signing in names the tenant (default: the oldest membership); the link is e-mailed from that tenant.
+    const before = (await queuedMails(server.running, other.tenant_id)).length;
+    assert.equal((await call(server, 'POST', '/signin', { body: { email: m.email, tenant_id: other.tenant_id } })).status, 202);
+    const mail = await until(async () => (await queuedMails(server.running, other.tenant_id)).slice(before).find((x) => x.to === m.email), 'the sign-in e-mail of the other tenant');
+    assert.match(mail.subject, /Sign in to Other tenant/);
   });
 
   it('signs in by e-mailed one-time link: the same answer for unknown addresses; the page uses nothing up; the POST does, once', async () => {
@@ -204,6 +209,17 @@ describe('tenant members and access', () => {
     assert.ok(out.headers.getSetCookie().some((c) => /^coffer_session=;.*Max-Age=0/.test(c)));
     assert.equal((await call(server, 'GET', '/me', asMember(m))).status, 401);
     assert.equal((await call(server, 'POST', '/signout')).status, 204);
+    // The sweep removes sessions past their end (the clock moved past MEMBER_SESSION_HOURS).
+    const other = await member('ADMIN');
+    offsetMs += 12 * 3_600_000 + 1000;
+    try {
+      assert.equal((await call(server, 'GET', '/me', asMember(other))).status, 401, 'a session past its end');
+      assert.ok((await server.running.services.signin.sweep()) >= 1);
+      const [{ n }] = await server.running.database.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM member_sessions WHERE member_id = $1`, [other.member.id]);
+      assert.equal(n, 0);
+    } finally {
+      offsetMs -= 12 * 3_600_000 + 1000;
+    }
   });
 });
 
