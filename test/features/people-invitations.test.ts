@@ -297,6 +297,8 @@ describe('tenant invitations under contention and mail failure', () => {
       assert.equal(failed.status, 'PENDING');
       const logs = await call(server, 'GET', `/logs?entity_type=tenant_invitation&entity_id=${inv.id}`, { key: server.key });
       assert.ok(logs.body.data.some((e: { operation: string; message: string }) => e.operation === 'email_failed' && /550/.test(e.message)), JSON.stringify(logs.body.data));
+      const types = await call(server, 'GET', '/logs/entity-types', { key: server.key });
+      assert.ok(types.body.includes('tenant_invitation') && types.body.includes('tenant_member'));
     } finally {
       smtp.refuseRecipients = false;
     }
