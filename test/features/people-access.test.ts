@@ -196,6 +196,7 @@ describe('tenant members and access', () => {
   it('a sign-in link expires after 15 minutes (410); sign-out ends the session', async () => {
     const m = await member('ADMIN');
     const { token } = await server.running.services.signin.issueLink(m.member.user.id, server.tenantId);
+    rememberSecret(token);
     offsetMs += 15 * 60_000 + 1000;
     try {
       const res = await call(server, 'POST', '/signin/link', { body: { token } });
@@ -265,5 +266,27 @@ describe('the first start makes the OWNER', () => {
     assert.equal((await call(server, 'GET', '/me', asMember(m))).body.role, 'OWNER');
     // The owner may do everything a management key may, and still cannot remove itself.
     assert.equal((await call(server, 'DELETE', `/tenants/self/members/${owner.id}`, asMember(m))).status, 422);
+  });
+});
+
+describe('session cookies under an https PUBLIC_URL', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ WORKERS: '0', PUBLIC_URL: 'https://coffer.example.com' });
+  });
+  after(() => server?.stop());
+
+  it('are Secure, and the links point at PUBLIC_URL', async () => {
+    const m = await makeMember(server.url, server.tenantId, server.key);
+    const mail = (await queuedMails(server.running, server.tenantId)).find((x) => x.to === m.email)!;
+    assert.match(mail.text, /^https:\/\/coffer\.example\.com\/invitations\/accept\?token=/m);
+    const { token } = await server.running.services.signin.issueLink(m.member.user.id, server.tenantId);
+    rememberSecret(token);
+    const res = await call(server, 'POST', '/signin/link', { body: { token } });
+    assert.equal(res.status, 204);
+    const cookies = res.headers.getSetCookie();
+    assert.equal(cookies.length, 2);
+    for (const c of cookies) assert.match(c, /; Secure$|; Secure;/);
+    memberCookies(res);
   });
 });
