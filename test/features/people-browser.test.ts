@@ -118,6 +118,21 @@ describe('invitation and sign-in pages in a browser', () => {
     await context.close();
   });
 
+  it('shows a withdrawn invitation\'s link as a page saying so, and whom to ask', async () => {
+    const email = freshEmail('withdrawn');
+    const created = await call(server, 'POST', '/tenants/self/invitations', { key: server.key, body: { email } });
+    const url = await mailLink(email, '/invitations/accept');
+    assert.equal((await call(server, 'DELETE', `/tenants/self/invitations/${created.body.id}`, { key: server.key })).status, 204);
+    const { context, page } = await phone();
+    const res = await page.goto(url);
+    assert.equal(res?.status(), 410);
+    assert.match(await page.locator('main').innerText(), /This invitation was withdrawn[\s\S]*ask the "Management" application to invite you again/);
+    await fitsTheScreen(page);
+    await page.screenshot({ path: path.join(shots, 'invitation-withdrawn.png'), fullPage: true });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+
   it('signs in with the e-mailed link: the page\'s one button does it, opening the page does not', async () => {
     const email = freshEmail('returning');
     await call(server, 'POST', '/tenants/self/invitations', { key: server.key, body: { email } });

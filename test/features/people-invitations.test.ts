@@ -183,7 +183,7 @@ describe('tenant invitations, by e-mail', () => {
     const oldPage = await call(server, 'GET', `/invitations/accept?token=${encodeURIComponent(oldToken)}`);
     assert.equal(oldPage.status, 410);
     assert.match(oldPage.text, /A newer invitation was sent/);
-    assert.match(oldPage.text, /ask The &quot;Management&quot; application to invite you again/);
+    assert.match(oldPage.text, /ask the &quot;Management&quot; application to invite you again/);
     assert.equal((await accept(newToken)).status, 200);
     assert.equal((await events('tenant.invitation.resent')).filter((e) => e.payload.id === inv.id).length, 1);
   });

@@ -13,6 +13,11 @@ export function humanTime(at: Date): string {
   return `${Number(d.slice(8, 10))} ${months[Number(d.slice(5, 7)) - 1]} ${d.slice(0, 4)}, ${d.slice(11, 16)} UTC`;
 }
 
+/** `s` as the start of a sentence: `the "Management" application` → `The "Management" application`. */
+export function sentenceStart(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
 /** The invitation e-mail: who invites, to which tenant, as what, until when, and the link. */
 export function invitationMail(m: { to: string; tenantName: string; inviter: string; role: string; expiresAt: Date; publicUrl: string; token: string }): MailMessage {
   const url = linkTo(m.publicUrl, '/invitations/accept', { token: m.token });
@@ -20,11 +25,11 @@ export function invitationMail(m: { to: string; tenantName: string; inviter: str
   const { text, html } = renderMail({
     title,
     paragraphs: [
-      `${m.inviter} invited you to join the tenant "${m.tenantName}" on Coffer as ${ROLE_TEXT[m.role] ?? m.role}.`,
+      `${sentenceStart(m.inviter)} invited you to join the tenant "${m.tenantName}" on Coffer as ${ROLE_TEXT[m.role] ?? m.role}.`,
       `The invitation expires on ${humanTime(m.expiresAt)}. After that, ask ${m.inviter} to send it again.`,
     ],
     action: { label: 'Accept the invitation', url },
     footer: `This link is for ${m.to} only: do not forward it. If you did not expect this invitation, ignore this e-mail; nothing happens until the link is used.`,
   });
-  return { to: m.to, subject: `${m.inviter} invited you to join ${m.tenantName} on Coffer`.replace(/[\u0000-\u001f\u007f]+/g, ' '), text, html };
+  return { to: m.to, subject: `${sentenceStart(m.inviter)} invited you to join ${m.tenantName} on Coffer`.replace(/[\u0000-\u001f\u007f]+/g, ' '), text, html };
 }

@@ -8,7 +8,7 @@ import { presentMember, type MemberService } from '../members/service.ts';
 import { MemberSchema } from '../members/schema.ts';
 import { secureCookies, setSessionCookies } from '../signin/cookies.ts';
 import { AcceptanceRefused, type Acceptance, type AcceptView } from './accept.ts';
-import { humanTime, ROLE_TEXT } from './mail.ts';
+import { humanTime, ROLE_TEXT, sentenceStart } from './mail.ts';
 import { AcceptBody, AcceptQuery } from './schema.ts';
 
 const GONE_TITLE: Record<string, string> = {
@@ -38,7 +38,7 @@ function refusedPage(view: Exclude<AcceptView, { state: 'ready' }>): string {
 
 function acceptPage(token: string, view: Extract<AcceptView, { state: 'ready' }>): string {
   return page(`Join ${view.tenantName}`, `<h1>Join ${escapeHtml(view.tenantName)}</h1>
-<p>${escapeHtml(view.inviter)} invited you (${escapeHtml(view.email)}) to join the tenant <strong>${escapeHtml(view.tenantName)}</strong> on Coffer as ${escapeHtml(ROLE_TEXT[view.role] ?? view.role)}.</p>
+<p>${escapeHtml(sentenceStart(view.inviter))} invited you (${escapeHtml(view.email)}) to join the tenant <strong>${escapeHtml(view.tenantName)}</strong> on Coffer as ${escapeHtml(ROLE_TEXT[view.role] ?? view.role)}.</p>
 <form method="post" action="accept">
 <input type="hidden" name="token" value="${escapeHtml(token)}">
 <label for="first_name">First name</label>

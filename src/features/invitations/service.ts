@@ -66,17 +66,17 @@ export function createInvitationService(deps: {
     return { row, status: statusOf(row), mail: m };
   }
 
-  /** Who invites, as the e-mail and the page say it. */
+  /** Who invites, as the e-mail and the page say it mid-sentence (capitalised where a sentence starts with it). */
   async function inviterOf(principal: Principal): Promise<string> {
     if (principal.kind === 'member') {
       const user = await users.get(principal.actorId);
-      return (user && displayName(user)) ?? 'A member of the tenant';
+      return (user && displayName(user)) ?? 'a member of the tenant';
     }
     try {
       const app = await applications.get(principal, principal.applicationId);
-      return `The "${app.name}" application`;
+      return `the "${app.name}" application`;
     } catch {
-      return 'An administrator of the tenant';
+      return 'an administrator of the tenant';
     }
   }
 
