@@ -60,6 +60,16 @@ import { createThreeDSService, DECOUPLED_JOB } from './features/threeds/service.
 import { registerThreeDSRoutes } from './features/threeds/routes.ts';
 import { registerThreeDSPages } from './features/threeds/pages.ts';
 import { createThreeDSSimulator, type ThreeDSProvider } from './threeds/index.ts';
+import { TokenBuckets } from './http/rate-limit.ts';
+import { createUserService } from './features/users/service.ts';
+import { createMemberService } from './features/members/service.ts';
+import { registerMemberRoutes } from './features/members/routes.ts';
+import { createInvitationService } from './features/invitations/service.ts';
+import { registerInvitationRoutes } from './features/invitations/routes.ts';
+import { createAcceptance } from './features/invitations/accept.ts';
+import { registerInvitationPages } from './features/invitations/pages.ts';
+import { createSigninService } from './features/signin/service.ts';
+import { registerSigninRoutes } from './features/signin/routes.ts';
 
 /** Coffer's version, package.json's: the OpenAPI document and the API reference show it. */
 export const VERSION: string = pkg.version;
@@ -75,6 +85,8 @@ export type Providers = {
   testLedger?: TestLedger;
   /** Runs once a processor call has answered, before the answer is recorded: where a crash would fall (crash tests). */
   afterProcessorCall?: (operation: string, transactionId: string) => void | Promise<void>;
+  /** The clock of invitations and sign-in (their expiry), in ms since the epoch; Date.now otherwise (tests move it). */
+  clock?: () => number;
 };
 
 /** The composition root: every service, wired once per process. */
@@ -100,7 +112,8 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const keys = createApplicationKeyService({ db, logs, notifier, requireApplication: (p, id) => applications.get(p, id) });
   applications = createApplicationService({ db, logs, keys, notifier, log, cacheSeconds: config.authCacheSeconds });
   const sessions = createSessionService({ db, logs, notifier, ttlSeconds: config.sessionTtlSeconds });
-  const tenants = createTenantService({ db, logs, applications });
+  const users = createUserService({ db });
+  const tenants = createTenantService({ db, logs, applications, users });
   const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit, token_intent_ttl_hours: config.tokenIntentTtlHours }, config.authCacheSeconds * 1000);
   const tokenIntents = createTokenIntentService({ db, groupCommit, vault, logs, events, quotas, log });
   const googlePay = createGooglePayService({ decryptor: createGooglePayDecryptor({ settings: config.googlePay, outbound }), intents: tokenIntents });
@@ -181,6 +194,19 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   });
   // E-mail is queued in the sender's transaction and sent by the MAIL_JOB handler (src/mail).
   const mail = createMailService({ db, vault, mailer: createMailer(config.mail), log, maxAttempts: config.mail.maxAttempts });
+  // People: members, invitations by e-mail, member sign-in (docs/people.md).
+  const clock = deps.providers?.clock ?? Date.now;
+  const publicUrl = () => config.mail.publicUrl;
+  const members = createMemberService({ db, logs, events });
+  const signin = createSigninService({
+    db, logs, mail, members, users, tenants, log, now: clock, publicUrl, linkMinutes: config.signinLinkMinutes, sessionHours: config.memberSessionHours,
+  });
+  const invitations = createInvitationService({
+    db, logs, events, mail, members, users, tenants, applications, log, now: clock, publicUrl, ttlHours: config.invitationTtlHours,
+  });
+  const acceptance = createAcceptance({ db, logs, events, users, members, tenants, signin, log, now: clock });
+  // Acceptances and sign-in requests per client address: a minute's worth at once, then that rate.
+  const peopleLimiter = new TokenBuckets(config.peopleRatePerMinute / 60, config.peopleRatePerMinute);
   // Background work by job kind; main.ts runs these when WORKERS=1. Add a kind here to handle it.
   const jobHandlers: JobHandlers = {
     [DELIVER_JOB]: (job) => webhooks.deliver(job),
@@ -191,7 +217,11 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   };
   // Webhook deliveries and e-mail wait on their own schedules; other kinds back off exponentially.
   const jobRetrySchedules = { [DELIVER_JOB]: config.webhookRetrySchedule, [MAIL_JOB]: config.mail.retrySchedule };
-  return { logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas, tokenIntents, googlePay, tokens, detokenize, enrichments, threeds, connections, transactions, webhooks, reactors, proxies, mail, authenticator, jobHandlers, jobRetrySchedules, metrics };
+  return {
+    users, members, signin, invitations, acceptance, peopleLimiter, logs, events, vault, outbound, sandbox, keys, applications, sessions, tenants, quotas,
+    tokenIntents, googlePay, tokens, detokenize, enrichments, threeds, connections, transactions, webhooks, reactors, proxies, mail, authenticator,
+    jobHandlers, jobRetrySchedules, metrics,
+  };
 }
 
 export async function buildApp(deps: { config: Config; db: Database; log: Logger; services: Services }): Promise<FastifyInstance> {
@@ -206,7 +236,7 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
     if (config.metricsPort === undefined) registerMetricsRoute(app, services.metrics, config.metricsToken!);
   }
   await registerOpenApi(app, VERSION);
-  registerAuth(app, services.authenticator);
+  registerAuth(app, services.authenticator, (session, csrfHeader, csrfCookie) => services.signin.authenticate(session, csrfHeader, csrfCookie));
   registerMergePatch(app);
   registerIdempotency(
     app,
@@ -234,6 +264,10 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerTransactionRoutes(app, services.transactions);
   registerApprovalPages(app, services.transactions, () => config.mail.publicUrl);
   registerWebhookRoutes(app, services.webhooks);
+  registerMemberRoutes(app, services.members);
+  registerInvitationRoutes(app, services.invitations);
+  registerInvitationPages(app, { acceptance: services.acceptance, members: services.members, limiter: services.peopleLimiter, publicUrl: () => config.mail.publicUrl });
+  registerSigninRoutes(app, { signin: services.signin, limiter: services.peopleLimiter, publicUrl: () => config.mail.publicUrl });
   registerReactorRoutes(app, services.reactors);
   registerProxyRoutes(app, services.proxies, { maxBodyBytes: config.proxyMaxBodyBytes });
   await app.ready();

@@ -10,6 +10,7 @@ import { loadKeyring } from './vault/keyring.ts';
 import { Vault } from './vault/tenant-keys.ts';
 import { QUOTA_NAMES, QUOTA_RANGES, type QuotaName } from './features/tenants/quotas.ts';
 import { setTenantSetting } from './features/tenants/store.ts';
+import { emailProblem } from './mail/address.ts';
 import { generateRecipientKeyPair, recipientPublicKey } from './google-pay/keys.ts';
 import { pino } from 'pino';
 
@@ -19,8 +20,11 @@ Commands:
   serve [--workers N]           start the API (what \`npm start\` runs); with N > 1, N worker
                                 processes share the port (node:cluster), see docs/operations.md
   migrate                       apply database migrations and exit
-  init [--tenant-name NAME] [--json]
-                                create a tenant with a management application and print its key
+  init [--tenant-name NAME] [--owner-email EMAIL] [--json]
+                                create a tenant with its OWNER member (EMAIL, or COFFER_OWNER_EMAIL) and a
+                                management application, and print its key and a sign-in link for the owner
+  signin-link --email EMAIL [--tenant-id ID]
+                                print a one-time sign-in link for a member (SIGNIN_LINK_MINUTES), see docs/people.md
   rotate-keys                   re-wrap every tenant key under the first key of COFFER_KEYS (or DATA_DIR/keys)
   quota TENANT_ID NAME VALUE    set one tenant's quota (detokenize_limit, token_intent_ttl_hours) to VALUE, or back
                                 to the process default with VALUE "default"
@@ -42,6 +46,8 @@ async function main(argv: string[]): Promise<number> {
       return runMigrate(config());
     case 'init':
       return init(config(), rest);
+    case 'signin-link':
+      return signinLink(config(), rest);
     case 'rotate-keys':
       noOptions(rest);
       return rotateKeys(config());
@@ -136,24 +142,62 @@ async function runMigrate(config: Config): Promise<number> {
 }
 
 async function init(config: Config, args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { 'tenant-name': { type: 'string' }, json: { type: 'boolean' } }, strict: true });
+  const { values } = parseArgs({ args, options: { 'tenant-name': { type: 'string' }, 'owner-email': { type: 'string' }, json: { type: 'boolean' } }, strict: true });
   const name = values['tenant-name'] ?? 'Default';
   if (name.trim() === '' || name.length > 200) throw new UsageError('--tenant-name must be 1 to 200 characters');
+  const ownerEmail = values['owner-email']?.trim() ?? config.ownerEmail;
+  const emailWrong = ownerEmail === undefined ? undefined : emailProblem(ownerEmail);
+  if (emailWrong) throw new UsageError(`--owner-email ${emailWrong}`);
   const log = cliLogger(config);
   const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
   try {
     const [{ Notifier }, { createServices }] = await Promise.all([import('./db/notifications.ts'), import('./app.ts')]);
     const notifier = new Notifier(database.url, database.db, log);
     const services = createServices({ config, db: database.db, notifier, log });
-    const created = await services.tenants.initialize(name.trim()).finally(() => Promise.all([services.sandbox.dispose(), services.outbound.close()]));
-    if (values.json) process.stdout.write(`${JSON.stringify(created)}\n`);
+    const made = await database.db.transaction(async () => {
+      const created = await services.tenants.initialize(name.trim(), { ownerEmail });
+      const link = await services.signin.issueLink(created.owner_user_id, created.tenant_id);
+      return { ...created, signin_url: services.signin.linkUrl(link.token) };
+    }).finally(() => Promise.all([services.sandbox.dispose(), services.outbound.close()]));
+    if (values.json) process.stdout.write(`${JSON.stringify(made)}\n`);
     else {
       process.stdout.write(
-        `Tenant ${created.tenant_id} created with management application ${created.application_id}.\n` +
-          `Management API key (shown only now; send it as SVC-API-KEY):\n\n  ${created.api_key}\n`,
+        `Tenant ${made.tenant_id} created with management application ${made.application_id}.\n` +
+          `Management API key (shown only now; send it as SVC-API-KEY):\n\n  ${made.api_key}\n\n` +
+          `The owner's sign-in link (works once, for ${config.signinLinkMinutes} minutes; \`coffer signin-link\` makes another):\n\n  ${made.signin_url}\n`,
       );
     }
     return 0;
+  } finally {
+    await database.close();
+  }
+}
+
+/** `signin-link --email E`: a one-time sign-in link for a member, for an operator to hand over. */
+async function signinLink(config: Config, args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { email: { type: 'string' }, 'tenant-id': { type: 'string' } }, strict: true });
+  const email = values.email?.trim();
+  if (!email) throw new UsageError('signin-link needs --email EMAIL');
+  const emailWrong = emailProblem(email);
+  if (emailWrong) throw new UsageError(`--email ${emailWrong}`);
+  const tenantId = values['tenant-id']?.toLowerCase();
+  if (tenantId !== undefined && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(tenantId)) throw new UsageError('--tenant-id must be a tenant id (a UUID)');
+  const log = cliLogger(config);
+  const database = await openDatabase(config, log, { takeOwnership: false, migrate: true });
+  try {
+    const [{ Notifier }, { createServices }] = await Promise.all([import('./db/notifications.ts'), import('./app.ts')]);
+    const services = createServices({ config, db: database.db, notifier: new Notifier(database.url, database.db, log), log });
+    try {
+      const user = await services.users.byEmail(email);
+      const memberships = user ? await services.members.memberships(user.id) : [];
+      const membership = tenantId ? memberships.find((m) => m.tenant_id === tenantId) : memberships[0];
+      if (!user || !membership) throw new UsageError(`${email} is not a member of ${tenantId ? `tenant ${tenantId}` : 'any tenant'}`);
+      const link = await services.signin.issueLink(user.id, membership.tenant_id);
+      process.stdout.write(`Sign-in link for ${email} to tenant ${membership.tenant_name} (works once, for ${config.signinLinkMinutes} minutes):\n\n  ${services.signin.linkUrl(link.token)}\n`);
+      return 0;
+    } finally {
+      await Promise.all([services.sandbox.dispose(), services.outbound.close()]);
+    }
   } finally {
     await database.close();
   }

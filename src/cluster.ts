@@ -50,7 +50,8 @@ export function parseWorkerCount(raw: string | undefined): number {
 export function announceFirstKey(firstKey: NonNullable<Running['firstKey']>): void {
   process.stderr.write(
     `\nCoffer created tenant ${firstKey.tenant_id} on this first start.\n` +
-      `Its management API key (shown only now; send it as SVC-API-KEY):\n\n  ${firstKey.api_key}\n\n`,
+      `Its management API key (shown only now; send it as SVC-API-KEY):\n\n  ${firstKey.api_key}\n\n` +
+      `The owner's sign-in link (works once, for SIGNIN_LINK_MINUTES; \`coffer signin-link\` makes another):\n\n  ${firstKey.signin_url}\n\n`,
   );
 }
 

@@ -3,6 +3,7 @@ import { BANK_VERIFICATION_PROVIDER_NAMES, type BankVerificationProviderName } f
 import { DEFAULT_EMBEDDED_POSTGRES_DIR } from './db/embedded/location.ts';
 import { type GooglePaySettings, readGooglePaySettings } from './google-pay/settings.ts';
 import { type MailSettings, readMailSettings } from './mail/settings.ts';
+import { emailProblem } from './mail/address.ts';
 import { type CorsOrigins, parseOrigin } from './http/cors.ts';
 import { allowlistProblems } from './outbound/policy.ts';
 import { LocalKeyring, parseKeys } from './vault/keyring.ts';
@@ -99,6 +100,16 @@ export type Config = {
   threedsDecoupledDelayMs: number;
   /** SMTP_URL, MAIL_FROM, PUBLIC_URL, MAIL_MAX_ATTEMPTS, MAIL_RETRY_SCHEDULE: how e-mail is sent, and the base of its links. */
   mail: MailSettings;
+  /** COFFER_OWNER_EMAIL: the e-mail address of the OWNER member the first start (or `coffer init`) makes. */
+  ownerEmail: string | undefined;
+  /** How long an invitation's link works, from its creation or latest resend. */
+  invitationTtlHours: number;
+  /** How long a one-time sign-in link works. */
+  signinLinkMinutes: number;
+  /** How long a member stays signed in. */
+  memberSessionHours: number;
+  /** Acceptances and sign-in requests a minute from one client address (its burst too). */
+  peopleRatePerMinute: number;
 };
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -200,6 +211,11 @@ export function loadConfig(env: Env = process.env): Config {
       maxAttempts: read.int('MAIL_MAX_ATTEMPTS', 6, 1, 50),
       retrySchedule: read.durations('MAIL_RETRY_SCHEDULE', DEFAULT_MAIL_RETRY_SCHEDULE, 1, 86_400_000),
     }),
+    ownerEmail: readOwnerEmail(read.optional('COFFER_OWNER_EMAIL'), problems),
+    invitationTtlHours: read.int('INVITATION_TTL_HOURS', 72, 1, 720),
+    signinLinkMinutes: read.int('SIGNIN_LINK_MINUTES', 15, 1, 1440),
+    memberSessionHours: read.int('MEMBER_SESSION_HOURS', 12, 1, 720),
+    peopleRatePerMinute: read.int('PEOPLE_RATE_PER_MINUTE', 10, 1, 100_000),
   };
   // Half the slots by default: a tenant that keeps its share busy leaves the other half to the rest.
   config.sandboxTenantConcurrency = read.int('SANDBOX_TENANT_CONCURRENCY', Math.ceil(config.sandboxConcurrency / 2), 1, config.sandboxConcurrency);
@@ -370,4 +386,12 @@ class Reader {
       return undefined;
     }
   }
+}
+
+/** COFFER_OWNER_EMAIL: one address (RFC 5322 addr-spec), or unset. */
+function readOwnerEmail(raw: string | undefined, problems: string[]): string | undefined {
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const problem = emailProblem(raw.trim());
+  if (problem) problems.push(`COFFER_OWNER_EMAIL ${problem} (got "${raw.slice(0, 200)}")`);
+  return problem ? undefined : raw.trim();
 }

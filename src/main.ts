@@ -16,16 +16,16 @@ export type Running = {
   url: string;
   /** Where /metrics is served when it has a listener of its own (METRICS_PORT). */
   metricsUrl: string | undefined;
-  /** The management key of the tenant created on this first start, if one was. */
-  firstKey: { tenant_id: string; api_key: string } | undefined;
+  /** The management key of the tenant created on this first start, if one was, and a sign-in link for its owner. */
+  firstKey: { tenant_id: string; api_key: string; signin_url: string } | undefined;
   stop(): Promise<void>;
 };
 
 export type StartOptions = {
   /** A `serve --workers N` worker: its metrics go to the cluster primary, which serves them for all workers. */
   clusterWorker?: boolean;
-  /** Shows the first start's management key, before the tenant is committed. */
-  announceFirstKey?: (created: { tenant_id: string; api_key: string }) => void;
+  /** Shows the first start's management key and the owner's sign-in link, before the tenant is committed. */
+  announceFirstKey?: (created: { tenant_id: string; api_key: string; signin_url: string }) => void;
   /** Providers in place of the configured ones (a bank account verifier of one's own, see docs/payment-methods.md). */
   providers?: Providers;
 };
@@ -46,7 +46,13 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
     // A KEK missing from COFFER_KEYS (or a wrong key under its id) stops the start, naming it,
     // instead of every request of the tenants it wraps failing with a 500.
     await services.vault.checkKeyring();
-    const first = await services.tenants.initializeIfEmpty('Default', opts.announceFirstKey);
+    const signin = services.signin;
+    let ownerLink: string | undefined;
+    const first = await services.tenants.initializeIfEmpty('Default', async (created) => {
+      // In the tenant's transaction: the link exists exactly when the tenant does.
+      ownerLink = (await signin.issueLink(created.owner_user_id, created.tenant_id)).token;
+      opts.announceFirstKey?.({ tenant_id: created.tenant_id, api_key: created.api_key, signin_url: signin.linkUrl(ownerLink) });
+    }, { ownerEmail: config.ownerEmail });
     app = await buildApp({ config, db: database.db, log, services });
     // Node's own message ("listen EADDRINUSE …", "getaddrinfo ENOTFOUND …") does not say which settings to change.
     const url = await app.listen({ port: config.port, host: config.host }).catch((err: Error) => {
@@ -82,7 +88,8 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
       database,
       url,
       metricsUrl: metricsListener?.url,
-      firstKey: first ? { tenant_id: first.tenant_id, api_key: first.api_key } : undefined,
+      // Made again now that the server listens: with PORT 0 the port is known only now.
+      firstKey: first ? { tenant_id: first.tenant_id, api_key: first.api_key, signin_url: signin.linkUrl(ownerLink!) } : undefined,
       async stop() {
         if (stopped) return;
         stopped = true;

@@ -26,6 +26,9 @@ export function startSweeper(
     // Not expiry but recovery: processor calls whose answer was never recorded are made again with their keys.
     ['unanswered processor calls', () => services.transactions.recovery.resumeUnanswered()],
     ['expired buyer approvals', () => services.transactions.recovery.expireApprovals()],
+    // PENDING invitations past their expiry are EXPIRED (reads show it already); deleted ones are kept as long as dead jobs, so their links can say why they ended.
+    ['invitations', () => services.invitations.sweep(config.jobDeadRetentionDays)],
+    ['member sessions and sign-in links', () => services.signin.sweep()],
     ['idempotency keys', () => sweepIdempotencyKeys(db)],
     ['finished jobs', () => sweepJobs(db, { doneDays: config.jobRetentionDays, deadDays: config.jobDeadRetentionDays })],
     // Delivery records explain dead-lettered deliveries, so they are kept as long as dead jobs.

@@ -1,11 +1,14 @@
 import type { ApplicationType } from './permissions.ts';
 import type { AccessRule } from './rules.ts';
 
-/** Who is calling: an application key, or a session key (which acts with what it was authorized). */
+/**
+ * Who is calling: an application key, a session key (which acts with what it was authorized),
+ * or a signed-in tenant member (a session cookie: the permissions of the member's role).
+ */
 export type Principal = {
-  kind: 'application' | 'session';
+  kind: 'application' | 'session' | 'member';
   tenantId: string;
-  /** The application id, or the session id for session keys: the actor written in the audit log. */
+  /** The application id, the session id for session keys, the user id for members: the actor written in the audit log. */
   actorId: string;
   applicationId: string;
   applicationType: ApplicationType;
@@ -13,6 +16,8 @@ export type Principal = {
   permissions: string[];
   rules: AccessRule[];
   expiresAt: Date | undefined;
+  /** A member: which one, and its role. */
+  member?: { id: string; userId: string; role: string };
 };
 
 /** Route-level check: is the permission granted anywhere? Container scope is checked by the service. */
@@ -24,5 +29,5 @@ export function hasPermission(principal: Principal, permission: string): boolean
 }
 
 export function actorType(principal: Principal): string {
-  return principal.kind === 'session' ? 'session' : 'application';
+  return principal.kind === 'session' ? 'session' : principal.kind === 'member' ? 'user' : 'application';
 }

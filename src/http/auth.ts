@@ -3,6 +3,7 @@ import type { ApplicationType } from '../access/permissions.ts';
 import { hasPermission, type Principal } from '../access/principal.ts';
 import { apiKeyDigest, keyKind, type KeyKind } from '../vault/api-keys.ts';
 import { LiveCache } from '../live-cache.ts';
+import { CSRF_COOKIE, CSRF_HEADER, parseCookies, SESSION_COOKIE } from './cookies.ts';
 import { ApiError } from './errors.ts';
 
 /** What a route requires of its caller; declared in the route's `config.access`. */
@@ -79,8 +80,18 @@ export class Authenticator {
   }
 }
 
-/** Enforces each route's `config.access` before the body is even parsed. */
-export function registerAuth(app: FastifyInstance, authenticator: Authenticator): void {
+/**
+ * Signed-in members (src/features/signin): the principal of a session cookie, given the
+ * X-CSRF-Token header and the CSRF cookie it must repeat; throws 401/403 ApiErrors.
+ */
+export type MemberAuthenticator = (session: string, csrfHeader: string | undefined, csrfCookie: string | undefined) => Promise<Principal>;
+
+/**
+ * Enforces each route's `config.access` before the body is even parsed. A request with an
+ * SVC-API-KEY is the key's, whatever cookies it carries; one without a key but with a member's
+ * session cookie is the member's, when its X-CSRF-Token repeats the CSRF cookie.
+ */
+export function registerAuth(app: FastifyInstance, authenticator: Authenticator, members?: MemberAuthenticator): void {
   app.decorateRequest('principal', undefined);
   // Each authenticated route gets its own check, bound to its access once at start-up:
   // public routes carry no hook at all, and no request looks its route's options up.
@@ -95,6 +106,18 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator)
       if (hit) {
         request.principal = hit;
         return done(authorize(hit, access));
+      }
+      if (value === undefined && members && request.headers.cookie !== undefined) {
+        const cookies = parseCookies(request.headers.cookie);
+        const session = cookies.get(SESSION_COOKIE);
+        if (session) {
+          const csrf = request.headers[CSRF_HEADER];
+          members(session, Array.isArray(csrf) ? csrf[0] : csrf, cookies.get(CSRF_COOKIE)).then((principal) => {
+            request.principal = principal;
+            done(authorize(principal, access));
+          }, done);
+          return;
+        }
       }
       authenticator.authenticate(value).then((principal) => {
         request.principal = principal;
@@ -111,7 +134,10 @@ function authorize(principal: Principal, access: Exclude<Access, 'public'>): Api
     return ApiError.forbidden(`This operation needs the key of a ${access.types.join(' or ')} application.`);
   }
   const missing = access.permissions.filter((p) => !hasPermission(principal, p));
-  if (missing.length > 0) return ApiError.forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
+  if (missing.length > 0) {
+    if (principal.kind === 'member') return ApiError.forbidden(`The member's role (${principal.member?.role}) does not grant ${missing.join(', ')}.`);
+    return ApiError.forbidden(`The API key lacks the permission ${missing.join(', ')}.`);
+  }
   return undefined;
 }
 

@@ -176,6 +176,18 @@ export function validationMessage(v: AjvError): string {
   return keywordMessage(v);
 }
 
+/** How much of a long list of allowed values one message quotes: a hundred invalid items must not buy a huge answer. */
+const ENUM_MESSAGE_CHARACTERS = 400;
+
+function enumMessage(values: unknown[]): string {
+  const all = `must be one of: ${values.join(', ')}`;
+  if (all.length <= ENUM_MESSAGE_CHARACTERS) return all;
+  let shown = 0;
+  let length = 'must be one of: '.length;
+  while (shown < values.length && length + String(values[shown]).length + 2 <= ENUM_MESSAGE_CHARACTERS) length += String(values[shown++]).length + 2;
+  return `must be one of: ${values.slice(0, shown).join(', ')}, … (${values.length} values in all; see the API reference)`;
+}
+
 function keywordMessage(v: AjvError): string {
   switch (v.keyword) {
     case 'required':
@@ -183,7 +195,7 @@ function keywordMessage(v: AjvError): string {
     case 'additionalProperties':
       return 'is not a known property';
     case 'enum':
-      return `must be one of: ${(v.params.allowedValues as unknown[]).join(', ')}`;
+      return enumMessage(v.params.allowedValues as unknown[]);
     case 'const':
       return `must be ${JSON.stringify(v.params.allowedValue)}`;
     case 'format':

@@ -24,12 +24,16 @@ export function apiDescription(): string {
       '- **The first start.** On its very first start Coffer creates a tenant and prints that tenant\'s ' +
         'management key once, on the terminal (stderr). It is shown only then.',
       '- **`coffer init`.** Creates another tenant with a management application and prints its key ' +
-        '(`--json` prints `{"tenant_id", "application_id", "api_key"}`); it works while the server runs.',
+        'and a one-time sign-in link for its owner (`--json` prints `{"tenant_id", "application_id", "api_key", "owner_user_id", ' +
+        '"signin_url"}`); it works while the server runs.',
       '- **`POST /applications`.** A management key creates applications (`management`, `private` or `public`); ' +
         'the new key is in the answer (`key`), and only there. `POST /applications/{id}/keys` adds a key to an ' +
         'application, `DELETE /applications/{id}/keys/{keyId}` revokes one at once.',
       '- **`POST /sessions`.** A public application\'s key creates a short-lived session key, which a private ' +
         'application\'s key then authorizes.',
+      '- **Signed-in members.** A tenant member signed in from a browser (an accepted invitation, or a one-time ' +
+        'sign-in link) calls the management operations with its session cookie and an `X-CSRF-Token` header ' +
+        'repeating the `coffer_csrf` cookie, with the permissions of its role (see the People guide).',
     ].join('\n'),
     'Each operation lists the permissions it needs (`x-permissions`). Errors are RFC 9457 problem details ' +
       '(`application/problem+json`) with a `request_id` to quote.',

@@ -50,7 +50,7 @@ describe('the embedded PostgreSQL and the coffer command', () => {
     assert.equal(lines.length, 1);
     const out = JSON.parse(lines[0]);
     rememberSecret(out.api_key);
-    assert.deepEqual(Object.keys(out).sort(), ['api_key', 'application_id', 'tenant_id']);
+    assert.deepEqual(Object.keys(out).sort(), ['api_key', 'application_id', 'owner_user_id', 'signin_url', 'tenant_id']);
     assert.match(out.api_key, /^key_/);
     assert.equal(postmasterPid(dataDir), undefined, 'the server init started was stopped again');
 

@@ -203,7 +203,7 @@ describe('coffer serve and LOG_FORMAT', () => {
 
     assert.match(screen, /\x1b\[32mINFO\x1b\[39m/, 'levels are coloured');
     // Besides the log: Ctrl-C echoed (^C), and the banner of a first start, were this test run alone.
-    const banner = /^(Coffer created tenant |Its management API key | {2}key_)/;
+    const banner = /^(Coffer created tenant |Its management API key | {2}key_|The owner's sign-in link | {2}http:\/\/\S+\/signin\/link\?token=)/;
     const lines = screen.replace(COLOURS, '').replace(/\r\n/g, '\n').split('\n').filter((l) => l.trim() && l !== '^C' && !banner.test(l));
     assert.ok(!lines.some((l) => l.startsWith('{')), 'no JSON line');
     for (const line of lines) assert.match(line.replace(/^\^C/, ''), PRETTY);

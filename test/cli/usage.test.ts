@@ -9,7 +9,7 @@ describe('coffer usage', () => {
       const res = await runCli([arg], {});
       assert.equal(res.code, 0, arg);
       assert.match(res.stdout, /^Usage: coffer <command>/, arg);
-      assert.match(res.stdout, /serve \[--workers N\][\s\S]*migrate[\s\S]*init \[--tenant-name NAME\] \[--json\][\s\S]*rotate-keys[\s\S]*quota TENANT_ID NAME VALUE/, arg);
+      assert.match(res.stdout, /serve \[--workers N\][\s\S]*migrate[\s\S]*init \[--tenant-name NAME\] \[--owner-email EMAIL\] \[--json\][\s\S]*signin-link --email EMAIL[\s\S]*rotate-keys[\s\S]*quota TENANT_ID NAME VALUE/, arg);
       assert.equal(res.stderr, '', arg);
     }
   });

@@ -13,7 +13,8 @@ const EVENT_TYPES = ['reactor.invoked', 'reactor.completed', 'reactor.failed', '
   '3ds.session.created', '3ds.session.method-completed', '3ds.session.authenticated', '3ds.session.challenge-completed',
   '3ds.session.decoupled-challenge-notification', '3ds.session.challenge-result-retrieved',
   'transaction.created', 'transaction.authorized', 'transaction.captured', 'transaction.voided', 'transaction.declined', 'transaction.failed',
-  'refund.created', 'refund.succeeded', 'refund.failed'];
+  'refund.created', 'refund.succeeded', 'refund.failed',
+  'tenant.invitation.created', 'tenant.invitation.resent', 'tenant.invitation.deleted', 'tenant.invitation.accepted', 'tenant.member.created', 'tenant.member.deleted'];
 const HOOK = { name: 'orders backend', url: 'https://hooks.example.com/coffer', events: ['token.created'] };
 
 describe('webhooks API', () => {

@@ -47,6 +47,8 @@ const server = await startTestServer({
   WORKERS: '0',
   PROXY_ANONYMOUS_RATE: '100000',
   PROXY_ANONYMOUS_BURST: '100000',
+  // Members are made by accepting invitations (test/security/resources.ts), many times over.
+  PEOPLE_RATE_PER_MINUTE: '100000',
   REACTOR_TIMEOUT_MS: '5000',
   PROXY_TIMEOUT_MS: '10000',
 });

@@ -14,7 +14,7 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 /** What announceFirstKey (src/cluster.ts) writes: the management key of a first start, shown once on purpose. */
-const FIRST_KEY_BANNER = /^Coffer created tenant \S+ on this first start\.\nIts management API key \(shown only now; send it as SVC-API-KEY\):\n\n {2}\S+\n/gm;
+const FIRST_KEY_BANNER = /^Coffer created tenant \S+ on this first start\.\nIts management API key \(shown only now; send it as SVC-API-KEY\):\n\n {2}\S+\n\nThe owner's sign-in link \(works once, for SIGNIN_LINK_MINUTES; `coffer signin-link` makes another\):\n\n {2}\S+\n/gm;
 
 /**
  * Adds what a child wrote to a terminal's worth of output (stderr, where one-shot commands log,

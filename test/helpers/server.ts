@@ -109,6 +109,13 @@ function testConfig(databaseUrl: string, env: Record<string, string>): Config {
   return loadConfig({ PORT: '0', DATABASE_URL: databaseUrl, LOG_LEVEL: 'debug', DATABASE_POOL_SIZE: '5', ...env });
 }
 
+const runningByUrl = new Map<string, Running>();
+
+/** The in-process server listening at `url` (made by startTestServer), for helpers given only a base URL. */
+export function runningAt(url: string): Running | undefined {
+  return runningByUrl.get(url);
+}
+
 /**
  * A real Coffer server on a free port and a fresh database; logs go to the scanned log directory.
  * `opts` as start() takes them (providers of the test's own, say).
@@ -121,6 +128,7 @@ export async function startTestServer(env: Record<string, string> = {}, opts: St
   const running = await start(config, testLogger(config), opts);
   const key = running.firstKey!.api_key;
   rememberSecret(key);
+  runningByUrl.set(running.url, running);
   return {
     url: running.url,
     key,
@@ -128,6 +136,7 @@ export async function startTestServer(env: Record<string, string> = {}, opts: St
     running,
     config,
     async stop() {
+      runningByUrl.delete(running.url);
       await running.stop();
       await database.drop();
       fs.rmSync(dataDir, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 import { permissionsFor, type ApplicationType } from '../../src/access/permissions.ts';
 import { call } from '../helpers/http.ts';
 import { rememberSecret } from '../helpers/server.ts';
+import { freshEmail, makeMember } from '../helpers/people.ts';
 import { collectionsOf, label, type JsonSchema, type Operation } from './routes.ts';
 
 /**
@@ -131,6 +132,12 @@ export const RESOURCES: Record<string, Resource> = {
       return created(ctx, 'private', `/orchestration/transactions/${ctx.parents[0]}/refunds`, { amount: 10 });
     },
   },
+  '/tenants/self/invitations': {
+    create: (ctx) => created(ctx, 'management', '/tenants/self/invitations', { email: freshEmail('generated'), role: 'READ_ONLY' }),
+    example: { email: 'invitee@example.com', role: 'ADMIN' },
+  },
+  // A member is made by accepting an invitation (the e-mail read from the tenant's mail queue).
+  '/tenants/self/members': { create: async (ctx) => (await makeMember(ctx.tenant.base, ctx.tenant.tenantId, ctx.tenant.keys.management, { role: 'READ_ONLY' })).member.id },
   '/3ds/sessions': {
     create: threedsSession,
     // The fuzz suite's card token (test/fuzz/fuzz.ts); elsewhere a 404.

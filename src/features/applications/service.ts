@@ -123,7 +123,8 @@ export function createApplicationService(deps: {
      * short-lived cache as the key itself, cleared by the same notices.
      */
     async getByKey(principal: Principal): Promise<ApplicationView> {
-      if (principal.kind === 'session') throw ApiError.notFound('application');
+      // Session keys and signed-in members belong to no application of their own.
+      if (principal.kind !== 'application') throw ApiError.notFound('application');
       const cacheKey = `${principal.tenantId}/${principal.applicationId}`;
       const hit = own.get(cacheKey);
       if (hit && hit.until > Date.now()) return hit.view;

@@ -22,4 +22,4 @@ export const LogQuery = Type.Object({
   end_date: Type.Optional(Type.String({ format: 'date-time' })),
 });
 
-export const ENTITY_TYPES = ['application', 'application_key', 'proxy', 'session', 'tenant', 'tenant_member', 'token', 'token-intent', 'reactor', 'webhook', '3ds_session'] as const;
+export const ENTITY_TYPES = ['application', 'application_key', 'proxy', 'session', 'tenant', 'tenant_member', 'tenant_invitation', 'token', 'token-intent', 'reactor', 'webhook', '3ds_session'] as const;

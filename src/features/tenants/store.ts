@@ -11,8 +11,8 @@ export async function insertTenant(db: Database, t: { id: string; name: string; 
   return row!;
 }
 
-export async function insertOwner(db: Database, tenantId: string, o: { user_id: string; member_id: string }, tx?: Tx): Promise<void> {
-  await db.query(`INSERT INTO users (id) VALUES ($1)`, [o.user_id], tx);
+export async function insertOwner(db: Database, tenantId: string, o: { user_id: string; member_id: string; email: string | null; existing: boolean }, tx?: Tx): Promise<void> {
+  if (!o.existing) await db.query(`INSERT INTO users (id, email) VALUES ($1, $2)`, [o.user_id, o.email], tx);
   await db.query(`INSERT INTO tenant_members (id, tenant_id, user_id, role) VALUES ($1, $2, $3, 'OWNER')`, [o.member_id, tenantId, o.user_id], tx);
 }
 

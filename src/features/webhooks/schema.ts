@@ -29,6 +29,12 @@ export const WEBHOOK_EVENT_TYPES = [
   'refund.created',
   'refund.succeeded',
   'refund.failed',
+  'tenant.invitation.created',
+  'tenant.invitation.resent',
+  'tenant.invitation.deleted',
+  'tenant.invitation.accepted',
+  'tenant.member.created',
+  'tenant.member.deleted',
 ] as const;
 export const ALL_EVENTS = '*';
 
