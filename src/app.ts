@@ -116,7 +116,14 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const tenants = createTenantService({ db, logs, applications, users });
   const quotas = new TenantQuotas(db, { detokenize_limit: config.detokenizeLimit, token_intent_ttl_hours: config.tokenIntentTtlHours }, config.authCacheSeconds * 1000);
   const tokenIntents = createTokenIntentService({ db, groupCommit, vault, logs, events, quotas, log });
-  const googlePay = createGooglePayService({ decryptor: createGooglePayDecryptor({ settings: config.googlePay, outbound }), intents: tokenIntents });
+  const googlePay = createGooglePayService({
+    decryptor: createGooglePayDecryptor({
+      settings: config.googlePay,
+      outbound,
+      onThreadError: (message) => log.error({ err: message }, 'a Google Pay decryption thread failed; the tokens it held were answered 503'),
+    }),
+    intents: tokenIntents,
+  });
   const tokens = createTokenService({
     db, groupCommit, vault, logs, events, log, intents: tokenIntents,
     audience: async (tenantId, containers) => [...(await applications.tokenGrantees(tenantId)), ...(await sessions.tokenGranteesIn(tenantId, containers))],
@@ -256,6 +263,10 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerTokenRoutes(app, services.tokens);
   registerTokenIntentRoutes(app, services.tokenIntents);
   registerGooglePayRoutes(app, services.googlePay);
+  // The decryption threads stop with the app (main.ts stops them too, for an app never built).
+  app.addHook('onClose', async () => {
+    await services.googlePay.close();
+  });
   registerDetokenizeRoutes(app, services.detokenize);
   registerEnrichmentRoutes(app, services.enrichments);
   registerThreeDSRoutes(app, services.threeds);

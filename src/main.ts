@@ -105,6 +105,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
         await Promise.all([jobs?.stop(), closed, metricsListener?.close()]);
         await services!.outbound.close();
         await services!.mail.close();
+        await services!.googlePay.close();
         await services!.sandbox.dispose();
         // The seals counted since the last report, while the database is still open.
         await services!.vault.close().catch((err: Error) => log.warn({ err: err.message }, 'could not report data key usage'));
@@ -120,6 +121,7 @@ export async function start(config: Config, log: Logger, opts: StartOptions = {}
     await metricsListener?.close();
     await services?.outbound.close().catch(() => {});
     await services?.mail.close().catch(() => {});
+    await services?.googlePay.close().catch(() => {});
     await services?.sandbox.dispose();
     await notifier.close();
     await database.close();

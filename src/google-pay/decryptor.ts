@@ -1,4 +1,5 @@
 import type { OutboundClient } from '../outbound/client.ts';
+import { DecryptPool } from './decrypt-pool.ts';
 import { decryptEcv2, noRecipientKey } from './ecv2.ts';
 import { VerifiedIntermediates } from './intermediates.ts';
 import { GooglePayError, TOKEN_FIELD } from './errors.ts';
@@ -19,6 +20,10 @@ export type GooglePayDecryptor = {
   /** `gateway:<GOOGLE_PAY_GATEWAY_ID>`. */
   readonly recipientId: string;
   readonly rootKeys: RootKeySource;
+  /** The decryption threads (settings.decryptThreads), when there are any and a private key to use. */
+  readonly pool: DecryptPool | undefined;
+  /** Stops the decryption threads; tokens they held fail with decryption_unavailable, later ones too. */
+  close(): Promise<void>;
 };
 
 export type GooglePayDecryptorDeps = {
@@ -27,6 +32,8 @@ export type GooglePayDecryptorDeps = {
   outbound: Pick<OutboundClient, 'request'>;
   /** Milliseconds since the epoch; default Date.now. */
   clock?: () => number;
+  /** Told when a decryption thread fails (a message, never a token or a key). */
+  onThreadError?: (message: string) => void;
 };
 
 export function createGooglePayDecryptor(deps: GooglePayDecryptorDeps): GooglePayDecryptor {
@@ -41,9 +48,16 @@ export function createGooglePayDecryptor(deps: GooglePayDecryptorDeps): GooglePa
       : { load: urlRootKeyLoader(deps.outbound, location.url), source: withoutQuery(location.url) },
   );
 
+  // The cryptography of real tokens off the event loop; none without a private key (no real token can be read).
+  const pool = settings.decryptThreads > 0 && settings.privateKeys.length > 0
+    ? new DecryptPool({ size: settings.decryptThreads, privateKeys: settings.privateKeys, recipientId: settings.recipientId, onThreadError: deps.onThreadError })
+    : undefined;
+
   return {
     recipientId: settings.recipientId,
     rootKeys,
+    pool,
+    close: async () => pool?.close(),
     async decrypt(token, now = clock()) {
       const value = tokenObject(token, TOKEN_FIELD);
       if (value.protocolVersion === TEST_PROTOCOL_VERSION) {
@@ -56,7 +70,9 @@ export function createGooglePayDecryptor(deps: GooglePayDecryptorDeps): GooglePa
       ecv2Parts(value, TOKEN_FIELD);
       // Before fetching root keys that could not help.
       if (settings.privateKeys.length === 0) throw noRecipientKey();
-      return decryptEcv2(value, { rootKeys: await rootKeys.get(now), privateKeys: settings.privateKeys, recipientId: settings.recipientId, now, intermediates });
+      const roots = await rootKeys.get(now);
+      if (pool) return pool.decrypt(value, roots, now);
+      return decryptEcv2(value, { rootKeys: roots, privateKeys: settings.privateKeys, recipientId: settings.recipientId, now, intermediates });
     },
   };
 }

@@ -16,6 +16,8 @@ export type GooglePayErrorCode =
   | 'no_valid_root_key'
   /** Google's root signing keys could not be fetched or read. */
   | 'root_keys_unavailable'
+  /** The thread decrypting the token stopped before it answered (decrypt-pool.ts): the request may be sent again at once. */
+  | 'decryption_unavailable'
   /** No entry of intermediateSigningKey.signatures verifies under a root signing key. */
   | 'bad_intermediate_signature'
   | 'expired_intermediate_key'
@@ -48,19 +50,19 @@ export class GooglePayError extends Error {
 }
 
 /** Problems that are Coffer's, not the caller's: the caller may retry later. */
-const UNAVAILABLE: ReadonlySet<GooglePayErrorCode> = new Set(['no_valid_root_key', 'root_keys_unavailable']);
+const UNAVAILABLE: ReadonlySet<GooglePayErrorCode> = new Set(['no_valid_root_key', 'root_keys_unavailable', 'decryption_unavailable']);
 
 /**
  * The problem a route answers with: 400 naming the field (under `at`, the request part that
  * holds the token) for what is wrong with the token,
  * 422 when Coffer has no private key to read real tokens with, 503 with Retry-After when
- * Google's root keys cannot be had. The code leads the message so a client can tell the cases apart.
+ * Google's root keys cannot be had (60 s) or the thread decrypting the token stopped (1 s). The code leads the message so a client can tell the cases apart.
  */
 export function googlePayApiError(err: GooglePayError, at = 'body'): ApiError {
   const detail = `${err.code}: ${err.message}`;
   if (UNAVAILABLE.has(err.code)) {
     const unavailable = new ApiError(503, detail);
-    unavailable.retryAfterSeconds = 60;
+    unavailable.retryAfterSeconds = err.code === 'decryption_unavailable' ? 1 : 60;
     return unavailable;
   }
   if (err.code === 'no_recipient_key') return ApiError.unprocessable(detail);

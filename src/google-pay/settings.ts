@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { GooglePayError } from './errors.ts';
+import { defaultDecryptThreads } from './decrypt-pool.ts';
 import { parsePrivateKeys } from './keys.ts';
 import { parseRootKeys, usableRootKeys } from './root-keys.ts';
 
@@ -27,7 +28,12 @@ export type GooglePaySettings = {
   recipientId: string;
   /** GOOGLE_PAY_TEST_MODE: whether test-mode tokens (protocolVersion `Coffer`) are read. */
   testMode: boolean;
+  /** GOOGLE_PAY_DECRYPT_THREADS: worker threads that decrypt ECv2 tokens (decrypt-pool.ts); 0: on the event loop. */
+  decryptThreads: number;
 };
+
+/** GOOGLE_PAY_DECRYPT_THREADS at most: each thread is a V8 isolate of its own (~10 MB). */
+export const MAX_DECRYPT_THREADS = 16;
 
 const ENVIRONMENTS: readonly GooglePayEnvironment[] = ['production', 'test'];
 const ON = ['on', '1', 'true'];
@@ -61,6 +67,13 @@ export function readGooglePaySettings(get: (name: string) => string | undefined,
   const testMode = !OFF.includes(rawTestMode);
   if (!ON.includes(rawTestMode) && !OFF.includes(rawTestMode)) problems.push(`GOOGLE_PAY_TEST_MODE must be on or off (got "${rawTestMode}")`);
 
+  const rawThreads = get('GOOGLE_PAY_DECRYPT_THREADS');
+  let decryptThreads = defaultDecryptThreads();
+  if (rawThreads !== undefined) {
+    if (/^\d{1,3}$/.test(rawThreads) && Number(rawThreads) <= MAX_DECRYPT_THREADS) decryptThreads = Number(rawThreads);
+    else problems.push(`GOOGLE_PAY_DECRYPT_THREADS must be a whole number from 0 to ${MAX_DECRYPT_THREADS} (got "${rawThreads.slice(0, 20)}")`);
+  }
+
   return {
     privateKeys,
     rootKeys: rootKeysLocation(get('GOOGLE_PAY_ROOT_KEYS'), environment, problems, now),
@@ -68,6 +81,7 @@ export function readGooglePaySettings(get: (name: string) => string | undefined,
     gatewayId,
     recipientId: `gateway:${gatewayId}`,
     testMode,
+    decryptThreads,
   };
 }
 

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { decryptEcv2, generateRecipientKeyPair, GOOGLE_ROOT_KEYS_URLS, parsePrivateKeys, recipientPublicKey } from '../../src/google-pay/index.ts';
+import { decryptEcv2, defaultDecryptThreads, generateRecipientKeyPair, GOOGLE_ROOT_KEYS_URLS, parsePrivateKeys, recipientPublicKey } from '../../src/google-pay/index.ts';
 import { runCli } from '../helpers/cli.ts';
 import { googlePayWorld, p256KeyPair, paymentPayload, pkcs8Base64, rootKeysJson, sealEcv2 } from '../helpers/google-pay-seal.ts';
 import { rememberSecret } from '../helpers/server.ts';
@@ -111,6 +111,15 @@ describe('GOOGLE_PAY_* settings', () => {
     refuses({ GOOGLE_PAY_ROOT_KEYS: path.join(dir, 'missing.json') }, /GOOGLE_PAY_ROOT_KEYS: the file .*missing\.json could not be read \(ENOENT\)/);
     refuses({ GOOGLE_PAY_ROOT_KEYS: file('bad.json', 'nope') }, /GOOGLE_PAY_ROOT_KEYS: the root signing keys from .*bad\.json are not JSON/);
     refuses({ GOOGLE_PAY_ROOT_KEYS: file('expired.json', rootKeysJson([{ key: pair.publicKey, keyExpiration: now - 1 }])) }, /holds no ECv2 key with a keyExpiration still to come/);
+  });
+
+  it('GOOGLE_PAY_DECRYPT_THREADS: one core left to the event loop by default (1 to 4), 0 to 16 when set', () => {
+    const threads = defaultDecryptThreads();
+    assert.ok(threads >= 1 && threads <= 4 && threads <= Math.max(1, os.availableParallelism() - 1), String(threads));
+    assert.equal(loadConfig({}).googlePay.decryptThreads, threads);
+    assert.equal(loadConfig({ GOOGLE_PAY_DECRYPT_THREADS: '0' }).googlePay.decryptThreads, 0);
+    assert.equal(loadConfig({ GOOGLE_PAY_DECRYPT_THREADS: '16' }).googlePay.decryptThreads, 16);
+    for (const bad of ['17', '-1', '1.5', 'two']) refuses({ GOOGLE_PAY_DECRYPT_THREADS: bad }, /GOOGLE_PAY_DECRYPT_THREADS must be a whole number from 0 to 16/);
   });
 
   it('every Google Pay problem is reported at once, with the others', async () => {

@@ -12,6 +12,9 @@ export type GooglePayService = ReturnType<typeof createGooglePayService>;
 export function createGooglePayService(deps: { decryptor: GooglePayDecryptor; intents: TokenIntentService }) {
   const { decryptor, intents } = deps;
   return {
+    /** Stops the decryption threads (on app close). */
+    close: () => decryptor.close(),
+
     async tokenize(principal: Principal, token: unknown): Promise<TokenIntentView> {
       let payment;
       try {
