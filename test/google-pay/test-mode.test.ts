@@ -99,6 +99,24 @@ describe('the decryptor a route uses', () => {
     assertGatewayMerchant(fake, tenantId);
   });
 
+  it('with GOOGLE_PAY_DECRYPT_THREADS=0 there are no threads: the same payment, read on the event loop; close is harmless', async () => {
+    const inline = createGooglePayDecryptor({ settings: settings({ GOOGLE_PAY_PRIVATE_KEYS: world.privateKey, GOOGLE_PAY_ROOT_KEYS: keysFile, GOOGLE_PAY_DECRYPT_THREADS: '0' }), outbound: noFetch });
+    const threaded = createGooglePayDecryptor({ settings: settings({ GOOGLE_PAY_PRIVATE_KEYS: world.privateKey, GOOGLE_PAY_ROOT_KEYS: keysFile, GOOGLE_PAY_DECRYPT_THREADS: '1' }), outbound: noFetch });
+    try {
+      assert.equal(inline.pool, undefined);
+      assert.equal(threaded.pool?.size, 1);
+      const token = world.seal(paymentPayload({ messageId: 'same' }));
+      const now = Date.now();
+      assert.deepEqual(await inline.decrypt(token, now), await threaded.decrypt(token, now));
+      assert.equal(threaded.pool?.threads, 1);
+    } finally {
+      await inline.close();
+      await threaded.close();
+    }
+    // Without a private key no real token can be read, so no thread is ever started.
+    assert.equal(createGooglePayDecryptor({ settings: settings({ GOOGLE_PAY_DECRYPT_THREADS: '2' }), outbound: noFetch }).pool, undefined);
+  });
+
   it('with test mode off, a test-mode token is refused', async () => {
     const decryptor = createGooglePayDecryptor({ settings: settings({ GOOGLE_PAY_TEST_MODE: 'off', GOOGLE_PAY_ROOT_KEYS: keysFile }), outbound: noFetch });
     const err = await rejectsGooglePay(() => decryptor.decrypt(testToken('card', { number: PAN, expiration_month: 12, expiration_year: 2030 })), 'test_mode_disabled', `${T}.protocolVersion`);
