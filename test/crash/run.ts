@@ -204,11 +204,15 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
       if (mode === 'backend' && backends.length > 0) {
         const victim = backends[Math.floor(random() * backends.length)];
         process.kill(victim, 'SIGKILL');
-        // A job that was running while the database went down may rightly run again.
+        // A job that was running while the database went down may rightly run again: its
+        // delivery under way arrives within a moment, and it runs again only once its lease
+        // (JOB_LEASE_SECONDS) lapses, under the next generation. Not after the recovery: that
+        // can take as long as the lease, and the rerun would then fall into the same generation.
         receiver.generation++;
-        const recovered = await untilReady(coffer, RESTART_BOUND_MS);
-        await sleep(500);
+        await sleep(1000);
         receiver.generation++;
+        const waited = await untilReady(coffer, RESTART_BOUND_MS);
+        const recovered = waited === undefined ? undefined : waited + 1000;
         if (recovered === undefined) {
           const what = coffer.running ? `did not answer /health/ready within ${RESTART_BOUND_MS} ms` : 'exited';
           throw new Error(`the server ${what} after one of its PostgreSQL sessions was killed`);
