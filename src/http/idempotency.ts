@@ -41,6 +41,20 @@ export function noteShownData(entry: ShownData): void {
 }
 
 /**
+ * For a request under an idempotency key, an id of its own for what it creates (`purpose`
+ * tells apart two kinds): the same on every retry with the key, so a handler whose effects
+ * cannot wait for the request's commit (a processor call, written down before it is made) finds
+ * what an earlier attempt left and carries it on rather than starting again. Undefined without a key.
+ */
+export function idempotentId(request: FastifyRequest, purpose: string): string | undefined {
+  const idem = request.idempotency;
+  if (!idem) return undefined;
+  const h = createHash('sha256').update(idem.secrets.id).update(`\u0000${purpose}`).digest('hex');
+  const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/**
  * Runs `fn` once the calling request's changes are committed: at once, unless the request runs
  * under an idempotency key, whose whole transaction commits only as its reply is sent; then
  * just after that commit and before the reply goes out (and never if it rolls back). For work

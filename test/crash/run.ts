@@ -18,6 +18,15 @@
  * acknowledged (connection error or 5xx → retry; 409, the key still held by a request on
  * a connection that is going away → retry after a moment; any other 4xx fails the run).
  *
+ * Payments run alongside (payments.ts): CRASH_PAY_CLIENTS more clients (default 4), retrying
+ * the same way under their own SVC-IDEMPOTENCY-KEY per request, create transactions (card
+ * tokens of 4242 4242 4242 4242 made before the load, intent `capture` or `authorize`, the
+ * request's seq in metadata.crash_seq) through a `stripe` connection on the local fake of
+ * Stripe's API (test/processors/stripe-fake.ts), and partially refund the ones they saw
+ * captured. The fake runs in this process, so it survives every kill and remembers every
+ * request; the server runs with TRANSACTION_RESUME_AFTER_SECONDS=2 and SWEEP_INTERVAL_SECONDS=1,
+ * so calls a kill left unanswered are made again by the sweep within the run.
+ *
  * What is asserted, once the load has stopped and the queue drained:
  * - lost (L): every acknowledged token exists and decrypts to the data sent (GET with a key
  *   whose rule reveals it), those of the one request in ten sent without an idempotency key
@@ -29,6 +38,17 @@
  *   counted in SQL by metadata.seq — after every request that needed a retry, and a sample
  *   of the others, was sent once more and had to replay its stored reply, same token ids.
  *   D counts such keys. A /tokenize that committed only part of its tokens fails the run.
+ * - payments (after the queue drained, and then at most 20 s until no transaction or refund
+ *   waits on the processor): every acknowledged transaction exists with metadata.crash_seq
+ *   and the status its reply gave or a later one, every acknowledged refund exists with its
+ *   amount (a miss adds to L); no idempotency key made two transactions (adds to D); none is
+ *   left `pending` or `processing`, no refund pending or `processing` (stuck, S); no double
+ *   charge (X): at most one PaymentIntent per transaction, none whose reconciliation id or
+ *   idempotency key names no transaction row, no refund sent to Stripe under a key naming no
+ *   refund row, and each PaymentIntent's amount refunded at Stripe is the sum of its
+ *   transaction's succeeded and processing refunds; every transaction's refunded_amount is that
+ *   sum and at most its captured_amount, and a captured one's captured_amount is what Stripe
+ *   received (otherwise the run fails).
  * - jobs run at most once per process: webhook deliveries are at-least-once, so an event
  *   delivered again by a later process (the earlier one was killed between delivering and
  *   recording it) is reported as `redelivered` and allowed; an event delivered twice by
@@ -39,12 +59,12 @@
  *   every request with a key is acknowledged within 30 s after the load stops (no key stuck
  *   behind a 409; one without a key is sent once), and the final SIGTERM exits 0 and stops the embedded PostgreSQL.
  *
- * The last line printed is `crash: acknowledged=N lost=L duplicates=D restarts=R`, summed
- * over the databases (R = kills recovered from: the server restarted and ready, or after
- * `backend` its database back); the exit status is
- * non-zero unless L and D are 0 and nothing else above failed. Settings: CRASH_SECONDS
- * (seconds of load per database, default 30; a run takes about 20 s more per database),
- * CRASH_KILLS (default 5), CRASH_CLIENTS (16), CRASH_SEED (kill moments and kinds),
+ * The last line printed is `crash: acknowledged=N lost=L duplicates=D restarts=R stuck=S
+ * double_charges=X`, summed over the databases (N counts token and payment requests; R = kills
+ * recovered from: the server restarted and ready, or after `backend` its database back); the
+ * exit status is non-zero unless L, D, S and X are 0 and nothing else above failed. Settings:
+ * CRASH_SECONDS (seconds of load per database, default 30; a run takes about 20 s more per
+ * database), CRASH_KILLS (default 5), CRASH_CLIENTS (16), CRASH_PAY_CLIENTS (4), CRASH_SEED (kill moments and kinds),
  * CRASH_RESTART_BOUND_MS (30000), CRASH_DATABASE_URL, CRASH_LOG_DIR (keep server logs).
  * Everything listens on and connects to 127.0.0.1 only.
  */
@@ -55,6 +75,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { alive, clientBackends, Coffer, freePort, killPostgres, sleep } from './coffer.ts';
 import { drive, type LoadStats, type Request } from './load.ts';
+import { startStripeFake, type StripeFake } from '../processors/stripe-fake.ts';
+import { checkPayments, drivePayments, type PayRequest, SUCCESS_CARD } from './payments.ts';
 import { Receiver } from './receiver.ts';
 import { checkAcknowledged, checkJobs, checkReplays, checkStore } from './verify.ts';
 
@@ -67,11 +89,14 @@ const num = (name: string, fallback: number) => {
 const SECONDS = num('CRASH_SECONDS', 30);
 const KILLS = Math.floor(num('CRASH_KILLS', 5));
 const CLIENTS = Math.max(1, Math.floor(num('CRASH_CLIENTS', 16)));
+const PAY_CLIENTS = Math.floor(num('CRASH_PAY_CLIENTS', 4));
 const RESTART_BOUND_MS = num('CRASH_RESTART_BOUND_MS', 30_000);
 const SEED = Math.floor(num('CRASH_SEED', Date.now() % 1_000_000));
 /** After the load stops: how long unacknowledged requests are retried, and the queue may take to drain. */
 const ACK_WINDOW_MS = 30_000;
 const DRAIN_BOUND_MS = 30_000;
+/** After the queue drained: how long transactions and refunds may still wait on the processor (the sweep resumes them). */
+const SETTLE_BOUND_MS = 20_000;
 /** How many requests acknowledged at their first send are sent again (besides every retried one). */
 const REPLAY_SAMPLE = 500;
 
@@ -85,7 +110,7 @@ const REPLAY_SAMPLE = 500;
  * then ends every session and recovers from the crash, and the server must carry on.
  */
 type KillMode = 'server' | 'server+postmaster' | 'server+database' | 'server+database+startup' | 'server+startup' | 'backend';
-type Result = { acknowledged: number; lost: number; duplicates: number; restarts: number; failed: boolean };
+type Result = { acknowledged: number; lost: number; duplicates: number; restarts: number; stuck: number; double_charges: number; failed: boolean };
 
 /** mulberry32: kill moments and kinds follow CRASH_SEED (the timing of the load does not). */
 function rng(seed: number) {
@@ -135,9 +160,11 @@ let emergency: (() => Promise<void>) | undefined;
 async function crashRun(name: string, databaseUrl: string | undefined): Promise<Result> {
   const tag = `crash[${name}]`;
   const problems: string[] = [];
-  const result: Result = { acknowledged: 0, lost: 0, duplicates: 0, restarts: 0, failed: false };
+  const result: Result = { acknowledged: 0, lost: 0, duplicates: 0, restarts: 0, stuck: 0, double_charges: 0, failed: false };
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'coffer-crash-'));
   const receiver = new Receiver();
+  // Stripe (its fake) is in this process: it survives every kill, as the real one would.
+  const stripe: StripeFake = await startStripeFake();
   const coffer = new Coffer({
     port: await freePort(),
     dataDir,
@@ -152,10 +179,15 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
       JOB_BACKOFF_MAX_MS: '1000',
       WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,400ms,1s',
       WEBHOOK_TIMEOUT_MS: '5000',
+      // A processor call a kill left unanswered is made again within the run.
+      TRANSACTION_RESUME_AFTER_SECONDS: '2',
+      SWEEP_INTERVAL_SECONDS: '1',
     },
   });
   const requests: Request[] = [];
   const stats: LoadStats = { sent: 0, networkErrors: 0, conflicts: 0, serverErrors: 0, replayedAcks: 0 };
+  const payments: PayRequest[] = [];
+  const payStats: LoadStats = { sent: 0, networkErrors: 0, conflicts: 0, serverErrors: 0, replayedAcks: 0 };
   const abort = new AbortController();
   let sql: pg.Client | undefined;
   const cleanup = async () => {
@@ -166,6 +198,7 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
     const pgPid = databaseUrl ? undefined : coffer.postmasterPid();
     if (pgPid !== undefined && alive(pgPid)) await killPostgres(pgPid, 'group', dataDir);
     await receiver.close();
+    await stripe.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   };
   emergency = cleanup;
@@ -184,10 +217,30 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
     });
     await call(coffer.url, adminKey, 'POST', '/webhooks', { name: 'crash-test receiver', url: receiver.url, events: ['token.created'] });
     const apiKey = app.key as string;
+    const payer = (await call(coffer.url, adminKey, 'POST', '/applications', {
+      name: 'crash-test payments',
+      type: 'private',
+      permissions: ['orchestration:transaction:read'],
+      rules: [{ priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:use'] }],
+    })).key as string;
+    const connection = await call(coffer.url, adminKey, 'POST', '/orchestration/connections', {
+      name: 'crash-test stripe', processor: 'stripe', settings: { base_url: stripe.url }, credentials: { secret_key: stripe.secretKey },
+    });
+    const cards: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const card = { number: SUCCESS_CARD, expiration_month: 1 + i, expiration_year: new Date().getUTCFullYear() + 3, cvc: '123' };
+      cards.push((await call(coffer.url, payer, 'POST', '/tokens', { type: 'card', data: card, metadata: { purpose: 'payments' } })).id);
+    }
 
     const t0 = performance.now();
     const stopAt = t0 + SECONDS * 1000;
-    const load = drive({ url: coffer.url, apiKey, clients: CLIENTS, stopAt, deadline: stopAt + ACK_WINDOW_MS, requests, stats, abort: abort.signal });
+    const load = Promise.all([
+      drive({ url: coffer.url, apiKey, clients: CLIENTS, stopAt, deadline: stopAt + ACK_WINDOW_MS, requests, stats, abort: abort.signal }),
+      drivePayments({
+        url: coffer.url, apiKey: payer, connectionId: connection.id, tokens: cards, clients: PAY_CLIENTS, stopAt, deadline: stopAt + ACK_WINDOW_MS,
+        requests: payments, stats: payStats, abort: abort.signal,
+      }),
+    ]);
 
     // One kill at a random moment in each slice of the load, each after at least a second of service.
     const plan = killPlan(!databaseUrl);
@@ -204,11 +257,15 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
       if (mode === 'backend' && backends.length > 0) {
         const victim = backends[Math.floor(random() * backends.length)];
         process.kill(victim, 'SIGKILL');
-        // A job that was running while the database went down may rightly run again.
+        // A job that was running while the database went down may rightly run again: its
+        // delivery under way arrives within a moment, and it runs again only once its lease
+        // (JOB_LEASE_SECONDS) lapses, under the next generation. Not after the recovery: that
+        // can take as long as the lease, and the rerun would then fall into the same generation.
         receiver.generation++;
-        const recovered = await untilReady(coffer, RESTART_BOUND_MS);
-        await sleep(500);
+        await sleep(1000);
         receiver.generation++;
+        const waited = await untilReady(coffer, RESTART_BOUND_MS);
+        const recovered = waited === undefined ? undefined : waited + 1000;
         if (recovered === undefined) {
           const what = coffer.running ? `did not answer /health/ready within ${RESTART_BOUND_MS} ms` : 'exited';
           throw new Error(`the server ${what} after one of its PostgreSQL sessions was killed`);
@@ -223,7 +280,7 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
         if (mode === 'server+postmaster') await killPostgres(pgPid, 'postmaster', dataDir);
         if (mode.startsWith('server+database')) await killPostgres(pgPid, 'group', dataDir);
       }
-      const inFlight = requests.filter((r) => !r.acked && !r.rejected && !r.unknown).length;
+      const inFlight = requests.filter((r) => !r.acked && !r.rejected && !r.unknown).length + payments.filter((r) => !r.acked && !r.rejected).length;
       // Deliveries the killed process had sent are in by now; later ones belong to the next process.
       await sleep(200);
       receiver.generation++;
@@ -261,12 +318,24 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
     if (rejected.length > 10) problems.push(`… and ${rejected.length - 10} more requests rejected`);
     const unacked = requests.filter((r) => !r.acked && !r.rejected && !r.unknown);
     if (unacked.length) problems.push(`${unacked.length} requests still unacknowledged ${ACK_WINDOW_MS / 1000} s after the load stopped (e.g. seq ${unacked[0].seq}, ${unacked[0].attempts} sends)`);
+    const payRejected = payments.filter((r) => r.rejected);
+    for (const r of payRejected.slice(0, 10)) problems.push(`payment seq ${r.seq} (${r.kind}) rejected: ${r.rejected}`);
+    if (payRejected.length > 10) problems.push(`… and ${payRejected.length - 10} more payment requests rejected`);
+    const payUnacked = payments.filter((r) => !r.acked && !r.rejected);
+    if (payUnacked.length) problems.push(`${payUnacked.length} payment requests still unacknowledged ${ACK_WINDOW_MS / 1000} s after the load stopped (e.g. seq ${payUnacked[0].seq}, ${payUnacked[0].attempts} sends)`);
     const acked = requests.filter((r) => r.acked);
-    result.acknowledged = acked.length;
+    const payAcked = payments.filter((r) => r.acked);
+    result.acknowledged = acked.length + payAcked.length;
     say(
       `${tag}: ${acked.length} requests acknowledged in ${((performance.now() - t0) / 1000).toFixed(1)} s (${stats.replayedAcks} by a replay); ` +
         `${stats.sent} sends, ${stats.networkErrors} connection errors, ${stats.conflicts} × 409, ${stats.serverErrors} × 5xx; ` +
         `${acked.filter((r) => r.key === null).length} acknowledged and ${requests.filter((r) => r.unknown).length} unknown without a key`,
+    );
+    say(
+      `${tag}: payments: ${payAcked.filter((r) => r.kind === 'transaction').length} transactions and ${payAcked.filter((r) => r.kind === 'refund').length} refunds acknowledged ` +
+        `(${payStats.replayedAcks} by a replay, ${payAcked.filter((r) => r.kind === 'transaction' && r.reply.status === 'processing').length} answered processing); ` +
+        `${payStats.sent} sends, ${payStats.networkErrors} connection errors, ${payStats.conflicts} × 409, ${payStats.serverErrors} × 5xx; ` +
+        `${stripe.requests.length} requests to Stripe`,
     );
 
     // Replayed: every request that needed more than one send (those a kill caught), and a sample of the rest.
@@ -280,6 +349,7 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
     await sql.connect();
     const store = await checkStore(sql, tenantId, requests, problems);
     const jobs = await checkJobs(sql, tenantId, receiver, DRAIN_BOUND_MS, problems);
+    const pay = await checkPayments(sql, tenantId, payments, stripe, SETTLE_BOUND_MS, problems);
     await sql.end();
     sql = undefined;
     say(
@@ -287,8 +357,16 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
         `duplicate_keys=${store.duplicates} partial=${store.partial}; ` +
         `events=${jobs.events} delivered=${jobs.delivered} lost_jobs=${jobs.lost} redelivered=${jobs.redelivered} retried=${jobs.retried} ran_twice=${jobs.ranTwice}`,
     );
-    result.lost = lostTokens + jobs.lost;
-    result.duplicates = store.duplicates;
+    say(
+      `${tag}: transactions=${pay.transactions} refunds=${pay.refunds} lost_payments=${pay.lost} stuck=${pay.stuck} ` +
+        `double_charges=${pay.doubleCharges} duplicate_transactions=${pay.duplicates} refunded_mismatches=${pay.mismatched} ` +
+        `calls_repeated_with_their_key=${pay.repeated}`,
+    );
+    result.lost = lostTokens + jobs.lost + pay.lost;
+    result.duplicates = store.duplicates + pay.duplicates;
+    result.stuck = pay.stuck;
+    result.double_charges = pay.doubleCharges;
+    if (pay.mismatched) problems.push(`${pay.mismatched} transactions whose refunded or captured amount does not add up`);
 
     const pgPid = coffer.postmasterPid();
     const code = await coffer.stop(30_000);
@@ -306,7 +384,7 @@ async function crashRun(name: string, databaseUrl: string | undefined): Promise<
   } finally {
     await cleanup();
     emergency = undefined;
-    result.acknowledged = requests.filter((r) => r.acked).length;
+    result.acknowledged = requests.filter((r) => r.acked).length + payments.filter((r) => r.acked).length;
   }
   for (const d of coffer.died) problems.push(`the server (pid ${d.pid}) exited on its own with code ${d.code}:\n${d.stderr}`);
   for (const p of problems) process.stderr.write(`${tag}: FAIL ${p}\n`);
@@ -359,11 +437,13 @@ async function scratchDatabase(adminUrl: string): Promise<{ url: string; drop():
 
 const external = process.env.CRASH_DATABASE_URL || undefined;
 const results: Result[] = [];
-const total = (k: 'acknowledged' | 'lost' | 'duplicates' | 'restarts') => results.reduce((n, r) => n + r[k], 0);
-const finalLine = () => `crash: acknowledged=${total('acknowledged')} lost=${total('lost')} duplicates=${total('duplicates')} restarts=${total('restarts')}`;
+const total = (k: 'acknowledged' | 'lost' | 'duplicates' | 'restarts' | 'stuck' | 'double_charges') => results.reduce((n, r) => n + r[k], 0);
+const finalLine = () =>
+  `crash: acknowledged=${total('acknowledged')} lost=${total('lost')} duplicates=${total('duplicates')} restarts=${total('restarts')} ` +
+  `stuck=${total('stuck')} double_charges=${total('double_charges')}`;
 
 // Whatever hangs, the run ends: the budget is every phase at its bound.
-const budgetMs = (external ? 2 : 1) * (2 * (SECONDS * 1000 + ACK_WINDOW_MS + DRAIN_BOUND_MS) + KILLS * 3 * RESTART_BOUND_MS);
+const budgetMs = (external ? 2 : 1) * (2 * (SECONDS * 1000 + ACK_WINDOW_MS + DRAIN_BOUND_MS + SETTLE_BOUND_MS) + KILLS * 3 * RESTART_BOUND_MS);
 setTimeout(() => {
   process.stderr.write(`crash: FAIL the run did not finish within ${Math.round(budgetMs / 1000)} s\n`);
   void (emergency?.() ?? Promise.resolve()).finally(() => {
@@ -383,9 +463,9 @@ if (external) {
     }
   } catch (err) {
     process.stderr.write(`crash[external]: FAIL ${(err as Error).message}\n`);
-    results.push({ acknowledged: 0, lost: 0, duplicates: 0, restarts: 0, failed: true });
+    results.push({ acknowledged: 0, lost: 0, duplicates: 0, restarts: 0, stuck: 0, double_charges: 0, failed: true });
   }
 }
 
 say(finalLine());
-process.exit(total('lost') === 0 && total('duplicates') === 0 && results.every((r) => !r.failed) ? 0 : 1);
+process.exit(total('lost') === 0 && total('duplicates') === 0 && total('stuck') === 0 && total('double_charges') === 0 && results.every((r) => !r.failed) ? 0 : 1);

@@ -95,6 +95,35 @@ describe('transactions through a remote processor: crashes and lost answers', ()
     assert.equal(await resume(), 0, 'nothing left to resume');
   });
 
+  it('under an SVC-IDEMPOTENCY-KEY, a crash after the call: the retry with the key carries the call on, charged and refunded once', async () => {
+    const token = await createToken(server, payer, { type: 'card', data: { number: SUCCESS, expiration_month: 12, expiration_year: year, cvc: '123' } });
+    const body = { amount: 2500, currency: 'USD', connection_id: connection, token, intent: 'capture' };
+    const headers = { 'svc-idempotency-key': `crash-${Date.now()}` };
+    const intentsBefore = stripe.intents.size;
+    crashNext = 'authorize';
+    assert.equal((await call(server, 'POST', TX, { key: payer, body, headers })).status, 500);
+    const t = await call(server, 'POST', TX, { key: payer, body, headers });
+    assert.equal(t.status, 201, t.text);
+    assert.equal(t.body.status, 'capture_succeeded');
+    assert.equal(stripe.intents.size, intentsBefore + 1, 'one PaymentIntent');
+    const sent = posts(/^\/v1\/payment_intents$/).filter((r) => r.headers['idempotency-key'] === `${t.body.id}:authorize`);
+    assert.equal(sent.length, 2, 'the call, and its repetition by the retry');
+    const again = await call(server, 'POST', TX, { key: payer, body, headers });
+    assert.equal(again.headers.get('svc-idempotent-replayed'), 'true');
+    assert.equal(again.body.id, t.body.id);
+
+    const refundHeaders = { 'svc-idempotency-key': `crash-refund-${Date.now()}` };
+    crashNext = 'refund';
+    assert.equal((await call(server, 'POST', `${TX}/${t.body.id}/refunds`, { key: payer, body: { amount: 700 }, headers: refundHeaders })).status, 500);
+    const refund = await call(server, 'POST', `${TX}/${t.body.id}/refunds`, { key: payer, body: { amount: 700 }, headers: refundHeaders });
+    assert.equal(refund.status, 201, refund.text);
+    assert.equal(refund.body.status, 'succeeded');
+    const list = await call(server, 'GET', `${TX}/${t.body.id}/refunds`, { key: payer });
+    assert.equal(list.body.data.length, 1, 'one refund');
+    assert.equal((await get(t.body.id)).refunded_amount, 700);
+    assert.equal(stripe.intents.get(t.body.connection_transaction_id)!.amount_refunded, 700, 'refunded once at Stripe');
+  });
+
   it('a lost answer (the connection dropped) leaves the transaction processing until the sweep settles it', async () => {
     stripe.failNext({ destroy: true });
     const res = await pay();

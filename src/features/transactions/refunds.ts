@@ -79,9 +79,25 @@ export function createRefunds(core: Core) {
   }
 
   const api = {
-    async create(principal: Principal, transactionId: string, body: { amount?: number; reason?: string | null }): Promise<RefundRow> {
+    /**
+     * `requestId`: the id a request under an SVC-IDEMPOTENCY-KEY gives its refund. The refund is
+     * written down, committed, before its call, while the request's own writes commit only with
+     * its reply; a retry with the key after a crash in between finds the refund and carries its
+     * call on (the same processor key), rather than refunding again under a new one.
+     */
+    async create(principal: Principal, transactionId: string, body: { amount?: number; reason?: string | null }, requestId?: string): Promise<RefundRow> {
       const tenantId = principal.tenantId;
-      const { transaction, refund } = await db.transaction(async (tx) => {
+      if (requestId !== undefined) {
+        const earlier = await findRefund(db, tenantId, transactionId, requestId);
+        if (earlier && !earlier.pending) return earlier;
+        if (earlier) {
+          const transaction = await findTransaction(db, tenantId, transactionId);
+          if (!transaction) throw core.notFound(transactionId);
+          return call(transaction, earlier);
+        }
+      }
+      // Committed before the call even inside a request's transaction (SVC-IDEMPOTENCY-KEY): a call must never be made unrecorded.
+      const { transaction, refund } = await db.withoutAmbient(() => db.transaction(async (tx) => {
         const transaction = await findTransaction(db, tenantId, transactionId, { tx, lock: true });
         if (!transaction) throw core.notFound(transactionId);
         let transition;
@@ -93,7 +109,7 @@ export function createRefunds(core: Core) {
         const amount = transition.state.refunded_amount - transaction.refunded_amount;
         await setRefunded(tenantId, transactionId, transition.state.refunded_amount, tx);
         const refund = await insertRefund(db, {
-          tenant_id: tenantId, id: randomUUID(), transaction_id: transactionId, status: 'processing', currency: transaction.currency, amount,
+          tenant_id: tenantId, id: requestId ?? randomUUID(), transaction_id: transactionId, status: 'processing', currency: transaction.currency, amount,
           reason: body.reason ?? null, connection_refund_id: null, error_code: null, raw_response_code: null, raw_response_description: null,
           pending: true, created_by: principal.actorId,
         }, tx);
@@ -102,7 +118,7 @@ export function createRefunds(core: Core) {
           ...refundEvents(refund, ['refund.created']),
         ], tx);
         return { transaction: { ...transaction, refunded_amount: transition.state.refunded_amount }, refund };
-      });
+      }));
       return call(transaction, refund);
     },
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { principalOf } from '../../http/auth.ts';
+import { idempotentId } from '../../http/idempotency.ts';
 import { problems, WRITE } from '../../http/schemas.ts';
 import { presentRefund, presentTransaction } from './present.ts';
 import {
@@ -26,7 +27,7 @@ export function registerTransactionRoutes(app: FastifyInstance, transactions: Tr
       body: CreateTransactionBody,
       response: { 201: TransactionSchema, ...problems(404, ...WRITE) },
     },
-  }, async (request, reply) => reply.code(201).send(presentTransaction(await transactions.create(principalOf(request), request.body))));
+  }, async (request, reply) => reply.code(201).send(presentTransaction(await transactions.create(principalOf(request), request.body, idempotentId(request, 'transaction')))));
 
   r.get(BASE, {
     config: { access: { permissions: ['orchestration:transaction:read'] } },
@@ -66,7 +67,7 @@ export function registerTransactionRoutes(app: FastifyInstance, transactions: Tr
       body: RefundBody,
       response: { 201: RefundSchema, ...problems(404, ...WRITE) },
     },
-  }, async (request, reply) => reply.code(201).send(presentRefund(await transactions.refunds.create(principalOf(request), request.params.transaction_id, request.body ?? {}))));
+  }, async (request, reply) => reply.code(201).send(presentRefund(await transactions.refunds.create(principalOf(request), request.params.transaction_id, request.body ?? {}, idempotentId(request, 'refund')))));
 
   r.get(`${BASE}/:transaction_id/refunds`, {
     config: { access: { permissions: ['token:use'] } },

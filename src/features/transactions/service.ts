@@ -127,19 +127,34 @@ export function createTransactionService(deps: TransactionDeps) {
     recovery,
     approvals: createApprovals(core, finishAuthorization),
 
-    async create(principal: Principal, body: CreateTransactionInput): Promise<TransactionRow> {
+    /**
+     * `requestId`: the id a request under an SVC-IDEMPOTENCY-KEY gives its transaction
+     * (idempotentId). The transaction is written down, committed, before the processor call,
+     * while the request's own writes commit only with its reply; a retry with the key after a
+     * crash in between finds the transaction and carries its call on (the same processor key),
+     * rather than charging again under a new one.
+     */
+    async create(principal: Principal, body: CreateTransactionInput, requestId?: string): Promise<TransactionRow> {
       checkUseCase(body);
       const tenantId = principal.tenantId;
       const { row: connection, processor } = await connections.processorFor(tenantId, body.connection_id, { field: 'body.connection_id' });
       const audit: Item[] = [];
       const { card, method } = await readCard(core, principal, body, audit);
       const threeDS = body.three_d_session_id ? await readThreeDS(core, principal, body.three_d_session_id, body) : undefined;
-      const id = randomUUID();
+      const id = requestId ?? randomUUID();
+      const key = `${id}:authorize`;
+      if (requestId !== undefined) {
+        const earlier = await findTransaction(db, tenantId, requestId);
+        if (earlier && earlier.pending?.key === key) {
+          const answer = await core.call('authorize', earlier, () => processor.authorize(authorizeRequestOf(earlier, card, threeDS?.data)));
+          return finishAuthorization(earlier, key, answer as Answer, audit);
+        }
+        if (earlier) return earlier;
+      }
       const intent = body.intent ?? 'authorize';
       const mit = body.merchant_initiated ?? false;
       const source = body.payment_source ?? 'ecommerce';
       const now = new Date();
-      const key = `${id}:authorize`;
       const row: TransactionRow = {
         tenant_id: tenantId, id, connection_id: connection.id, processor: connection.processor, ...initialState(body.amount, intent), currency: body.currency,
         country: body.country ?? null, external_identifier: body.external_identifier ?? null, metadata: body.metadata ?? null, payment_source: source,
@@ -157,7 +172,8 @@ export function createTransactionService(deps: TransactionDeps) {
       ];
       // The outbox entry: the transaction, pending its authorization, with the card's use and the event, before the call.
       // A local processor charges nothing outside this process: the transaction is written once, with its outcome.
-      if (!processor.local) await groupCommit.write([core.transactionTable.of(row), ...created]);
+      // Committed before the call even inside a request's transaction (SVC-IDEMPOTENCY-KEY): a call must never be made unrecorded.
+      if (!processor.local) await db.withoutAmbient(() => groupCommit.write([core.transactionTable.of(row), ...created]));
       const answer = await core.call('authorize', row, () => processor.authorize(authorizeRequestOf(row, card, threeDS?.data)));
       return processor.local ? finishAuthorization(row, key, answer as Answer, created, { insert: true }) : finishAuthorization(row, key, answer as Answer);
     },
