@@ -188,6 +188,13 @@ describe('converting a token intent to a token', () => {
   });
   after(() => server.stop());
 
+  it('an intent named by its id in upper case converts as well (its data is bound to the id as stored)', async () => {
+    const made = await intent({ type: 'card', data: CARD });
+    const res = await convert({ token_intent_id: made.id.toUpperCase() });
+    assert.equal(res.status, 201, res.text);
+    assert.equal(res.body.data.number, PAN);
+  });
+
   it('POST /tokens with token_intent_id makes the token once, without the CVC, and consumes the intent', async () => {
     const made = await intent({ type: 'card', data: CARD });
     const res = await convert({ token_intent_id: made.id, metadata: { order: '42' }, containers: ['/pci/low/'] });

@@ -56,6 +56,14 @@ describe('transactions', () => {
       key: server.key, contentType: 'application/merge-patch+json', body: { settings: { nope: 1 } },
     });
     assertInvalid(unknownSetting, 'body.settings.nope');
+    // The id spelt in upper case names the same connection, and its credentials stay readable.
+    const upper = await call(server, 'PATCH', `/orchestration/connections/${made.body.id.toUpperCase()}`, {
+      key: server.key, contentType: 'application/merge-patch+json', body: { name: 'renamed' },
+    });
+    assert.equal(upper.status, 200, upper.text);
+    const again = await call(server, 'PATCH', `/orchestration/connections/${made.body.id}`, { key: server.key, contentType: 'application/merge-patch+json', body: {} });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(again.body.name, 'renamed');
     const list = await call(server, 'GET', '/orchestration/connections', { key: server.key });
     assert.equal(list.status, 200);
     assert.ok(list.body.data.some((c: { id: string }) => c.id === made.body.id));

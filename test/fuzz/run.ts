@@ -68,7 +68,7 @@ const leaks = scanLogs(logDir, true);
 
 await embedded?.release();
 fs.rmSync(dataDir, { recursive: true, force: true });
-fs.rmSync(logDir, { recursive: true, force: true });
+if (!process.env.FUZZ_KEEP_LOGS) fs.rmSync(logDir, { recursive: true, force: true });
 
 // A crash is a server error too: whatever the driver counted, plus one.
 const serverErrors = (summary?.serverErrors ?? 0) + (summary ? 0 : 1);

@@ -104,7 +104,8 @@ export function createConnectionService(deps: {
         }
         const credentials = patch.credentials ?? (await open(current));
         check(current.processor, settings, credentials);
-        const sealed = await vault.encrypt(principal.tenantId, aad(id), credentials);
+        // Bound to the stored id: the path's may be spelt in upper case, which PostgreSQL matches but the AAD would not.
+        const sealed = await vault.encrypt(principal.tenantId, aad(current.id), credentials);
         const updated = await updateConnection(db, principal.tenantId, id, {
           name: patch.name ?? current.name, settings, credentials: sealed.ciphertext, credentials_key_id: sealed.dataKeyId, modified_by: principal.actorId,
         }, tx);

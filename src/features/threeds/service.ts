@@ -287,7 +287,7 @@ export function createThreeDSService(deps: ThreeDSDeps) {
       const { result, challenge } = outcome;
       // A decoupled challenge may take longer than the session lives: its result stays readable a session lifetime past its deadline.
       const until = challenge?.expires_at ? Math.max(session.expires_at.getTime(), Date.parse(challenge.expires_at) + ttlMs) : undefined;
-      const sealed = challenge ? await core.seal(tenantId, id, challenge) : undefined;
+      const sealed = challenge ? await core.seal(tenantId, session.id, challenge) : undefined;
       const authenticated: Authentication = {
         tenant_id: tenantId,
         session_id: id,

@@ -106,7 +106,7 @@ export function createTokenIntentService(deps: {
         const message = `token intent ${id} does not exist: it may have expired or been converted to a token`;
         throw new ApiError(404, message, { [field]: [message] });
       }
-      return { row, data: await vault.decrypt(principal.tenantId, intentAad(id), row.ciphertext, row.data_key_id) };
+      return { row, data: await vault.decrypt(principal.tenantId, intentAad(row.id), row.ciphertext, row.data_key_id) };
     },
 
     async remove(principal: Principal, id: string): Promise<void> {
@@ -128,7 +128,7 @@ export function createTokenIntentService(deps: {
         const message = `token intent ${id} does not exist: it may have expired or been converted to a token already`;
         throw new ApiError(404, message, { [field]: [message] });
       }
-      return { row, data: await vault.decrypt(principal.tenantId, intentAad(id), row.ciphertext, row.data_key_id) };
+      return { row, data: await vault.decrypt(principal.tenantId, intentAad(row.id), row.ciphertext, row.data_key_id) };
     },
 
     /** Records a conversion taken with `take`, once its token is written, in the same transaction. */
