@@ -9,9 +9,9 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Principal } from '../../access/principal.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { AuthenticationResult } from '../../threeds/index.ts';
-import { type Core, authorizeRequestOf, readCard, readThreeDS, resumingPrincipal } from './core.ts';
-import { type Answer, applyAnswer } from './outcome.ts';
-import { findAwaitingApproval, findTransaction, markPending, saveOutcome, type TransactionRow } from './store.ts';
+import { type Core, authorizeRequestOf, cardSourceOf, readCard, readThreeDS, resumingPrincipal } from './core.ts';
+import type { Answer } from './outcome.ts';
+import { findAwaitingApproval, findTransaction, markPending, setApprovalSession, type TransactionRow } from './store.ts';
 
 /** Why an approval link does not open: shown to the buyer on the page. */
 export class ApprovalUnavailable extends Error {}
@@ -52,17 +52,14 @@ export function createApprovals(core: Core, finishAuthorization: Finish) {
     return db.transaction(async (tx) => {
       const current = await findTransaction(db, row.tenant_id, row.id, { tx, lock: true });
       if (!current || current.status !== 'buyer_approval_pending' || current.pending) return current ?? row;
-      const { row: next, transition } = applyAnswer(current, { type: 'approval_fail', reason }, undefined, new Date());
-      await saveOutcome(db, next, null, tx);
-      await core.groupCommit.write(core.eventItems(next, transition.events), tx);
-      return next;
+      return core.applyChange(current, { type: 'approval_fail', reason }, undefined, tx);
     });
   }
 
   /** The authorization again, with the 3DS session's authentication, under the call discipline. */
   async function authorizeApproved(row: TransactionRow, principal: Principal): Promise<TransactionRow> {
     const key = `${row.id}:authorize:approved`;
-    const source = row.payment_method.token !== undefined ? { token: row.payment_method.token } : { token_intent_id: row.payment_method.token_intent_id };
+    const source = cardSourceOf(row);
     const audit: Parameters<typeof readCard>[3] = [];
     const { card } = await readCard(core, principal, source, audit);
     const threeDS = await readThreeDS(core, principal, row.three_d_session_id!, source);
@@ -70,8 +67,7 @@ export function createApprovals(core: Core, finishAuthorization: Finish) {
       const current = await findTransaction(db, row.tenant_id, row.id, { tx, lock: true });
       if (!current || current.status !== 'buyer_approval_pending' || current.pending) return undefined;
       const marked = { ...current, pending: { operation: 'authorize' as const, key }, three_d_secure: threeDS.shown };
-      await markPending(db, row.tenant_id, row.id, marked.pending, tx);
-      await db.query(`UPDATE transactions SET three_d_secure = $3 WHERE tenant_id = $1 AND id = $2`, [row.tenant_id, row.id, threeDS.shown], tx);
+      await markPending(db, row.tenant_id, row.id, marked.pending, tx, threeDS.shown);
       await core.groupCommit.write(audit, tx);
       return marked;
     });
@@ -100,9 +96,9 @@ export function createApprovals(core: Core, finishAuthorization: Finish) {
     async start(id: string, token: string, cardholder: { name: string; email: string }): Promise<ApprovalStep> {
       const row = await open(id, token);
       const principal = resumingPrincipal(row);
-      const source = row.payment_method.token !== undefined ? { token_id: row.payment_method.token } : { token_intent_id: row.payment_method.token_intent_id };
-      const session = await threeds.create(principal, { type: 'customer', ...source });
-      await db.query(`UPDATE transactions SET three_d_session_id = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'buyer_approval_pending'`, [row.tenant_id, id, session.id]);
+      const card = cardSourceOf(row);
+      const session = await threeds.create(principal, { type: 'customer', ...(card.token !== undefined ? { token_id: card.token } : { token_intent_id: card.token_intent_id }) });
+      await setApprovalSession(db, row.tenant_id, row.id, session.id);
       const withSession = { ...row, three_d_session_id: session.id };
       const now = new Date();
       const stamp = now.toISOString().replace(/[-:T]/g, '').slice(0, 14);

@@ -11,7 +11,8 @@ import { enqueue } from '../../db/jobs.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { Logger } from '../../logger.ts';
 import {
-  AmountError, type AuthorizeRequest, IllegalTransitionError, type ProcessorCard, reconciliationId, type ThreeDSData, type TransactionRef,
+  AmountError, type AuthorizeRequest, IllegalTransitionError, type ProcessorCard, reconciliationId, type ThreeDSData, type TransactionAction,
+  type TransactionRef,
 } from '../../processors/index.ts';
 import type { ConnectionService } from '../connections/service.ts';
 import type { EventService } from '../events/service.ts';
@@ -20,7 +21,8 @@ import type { ThreeDSService } from '../threeds/service.ts';
 import type { TokenIntentService } from '../token-intents/service.ts';
 import type { TokenService } from '../tokens/service.ts';
 import type { TokenRow } from '../tokens/store.ts';
-import { insertTransactionsStatement, type PaymentMethod, saveOutcomesStatement, type TransactionRow } from './store.ts';
+import { type Answer, applyAnswer } from './outcome.ts';
+import { insertTransactionsStatement, type PaymentMethod, saveOutcome, saveOutcomesStatement, type TransactionRow } from './store.ts';
 
 export const SETTLE_JOB = 'orchestration.settle';
 /** Token types that hold a card number a processor can charge. */
@@ -102,6 +104,18 @@ export function createCore(deps: TransactionDeps) {
       return answer;
     },
 
+    /**
+     * A change of a row waiting on no call (a poll's answer, an approval failed or run out),
+     * on the row locked by the caller in `tx`: saved with its events; returns the new row.
+     */
+    async applyChange(current: TransactionRow, action: TransactionAction, answer: Answer | undefined, tx: Tx): Promise<TransactionRow> {
+      const { row: next, transition } = applyAnswer(current, action, answer, new Date());
+      const saved = { ...next, pending: null, pending_since: null };
+      await saveOutcome(db, saved, null, tx);
+      await groupCommit.write(this.eventItems(saved, transition.events), tx);
+      return saved;
+    },
+
     async scheduleSettle(tenantId: string, payload: { transaction_id: string; refund_id?: string; polls?: number }, at: Date, tx: Tx): Promise<void> {
       await enqueue(db, tenantId, SETTLE_JOB, payload, { runAt: at }, tx);
     },
@@ -121,6 +135,11 @@ export function authorizeRequestOf(row: TransactionRow, card: ProcessorCard, thr
     previous_scheme_transaction_id: row.previous_scheme_transaction_id, idempotency_key: row.pending!.key, intent: row.intent,
     reconciliation_id: reconciliationId(row.id), tenant_id: row.tenant_id,
   };
+}
+
+/** What a transaction was paid with, as readCard takes it. */
+export function cardSourceOf(row: TransactionRow): { token?: string; token_intent_id?: string } {
+  return row.payment_method.token !== undefined ? { token: row.payment_method.token } : { token_intent_id: row.payment_method.token_intent_id };
 }
 
 /** A system principal to read a transaction's card again when its call is resumed: token:use as the creator had it. */

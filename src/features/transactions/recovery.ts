@@ -7,11 +7,10 @@ import type { Principal } from '../../access/principal.ts';
 import type { ClaimedJob } from '../../db/jobs.ts';
 import type { Item } from '../../db/group-commit.ts';
 import type { RefundResult, ThreeDSData, TransactionAction } from '../../processors/index.ts';
-import { authorizeRequestOf, type Core, readCard, readThreeDS, resumingPrincipal } from './core.ts';
-import { type Answer, applyAnswer, pollAt } from './outcome.ts';
-import type { RefundRow } from './store.ts';
+import { authorizeRequestOf, cardSourceOf, type Core, readCard, readThreeDS, resumingPrincipal } from './core.ts';
+import { type Answer, pollAt } from './outcome.ts';
 import {
-  findRefund, findTransaction, findUnansweredRefunds, saveOutcome, takeExpiredApprovals, takeUnansweredTransactions, type TransactionRow,
+  claimUnanswered, findRefund, findTransaction, findUnansweredRefunds, type RefundRow, takeExpiredApprovals, takeUnansweredTransactions, type TransactionRow,
 } from './store.ts';
 
 /** How many times a transaction or refund the processor keeps pending is polled before Coffer stops asking (and logs it). */
@@ -33,7 +32,7 @@ export function createRecovery(core: Core, finish: Finishers) {
     if (pending.operation === 'authorize') {
       const audit: Item[] = [];
       const principal = resumingPrincipal(row);
-      const source = row.payment_method.token !== undefined ? { token: row.payment_method.token } : { token_intent_id: row.payment_method.token_intent_id };
+      const source = cardSourceOf(row);
       let card;
       let threeDS: ThreeDSData | undefined;
       try {
@@ -67,10 +66,7 @@ export function createRecovery(core: Core, finish: Finishers) {
       // Claimed by moving pending_since on, in a short transaction: another process's sweep then leaves them alone for a while.
       const rows = await db.transaction(async (tx) => {
         const taken = await takeUnansweredTransactions(db, core.resumeAfterMs, limit, tx);
-        if (taken.length) {
-          await db.query(`UPDATE transactions SET pending_since = clock_timestamp() WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`,
-            [taken.map((r) => r.tenant_id), taken.map((r) => r.id)], tx);
-        }
+        await claimUnanswered(db, 'transactions', taken, tx);
         return taken;
       });
       for (const row of rows) {
@@ -87,7 +83,7 @@ export function createRecovery(core: Core, finish: Finishers) {
           const transaction = await findTransaction(db, r.tenant_id, r.transaction_id);
           const refund = await findRefund(db, r.tenant_id, r.transaction_id, r.id);
           if (!transaction || !refund?.pending) continue;
-          await db.query(`UPDATE refunds SET pending_since = clock_timestamp() WHERE tenant_id = $1 AND id = $2`, [r.tenant_id, r.id]);
+          await claimUnanswered(db, 'refunds', [r]);
           await finish.callRefund(transaction, refund);
         } catch (err) {
           log.error({ err: (err as Error).message, refund_id: r.id }, 'resuming a refund call failed; it will be tried again');
@@ -100,12 +96,7 @@ export function createRecovery(core: Core, finish: Finishers) {
     async expireApprovals(limit = 500): Promise<number> {
       return db.transaction(async (tx) => {
         const rows = await takeExpiredApprovals(db, limit, tx);
-        const now = new Date();
-        for (const row of rows) {
-          const { row: next, transition } = applyAnswer(row, { type: 'approval_expire' }, undefined, now);
-          await saveOutcome(db, { ...next, pending: null, pending_since: null }, null, tx);
-          await core.groupCommit.write(core.eventItems(next, transition.events), tx);
-        }
+        for (const row of rows) await core.applyChange(row, { type: 'approval_expire' }, undefined, tx);
         return rows.length;
       });
     },
@@ -135,11 +126,8 @@ export function createRecovery(core: Core, finish: Finishers) {
       await db.transaction(async (tx) => {
         const current = await findTransaction(db, tenantId, id, { tx, lock: true });
         if (!current || current.status !== row.status || current.pending) return;
-        const now = new Date();
-        const { row: next, transition } = applyAnswer(current, { type: 'settle', result: answer }, answer, now);
-        await saveOutcome(db, { ...next, pending: null, pending_since: null }, null, tx);
-        await core.groupCommit.write(core.eventItems(next, transition.events), tx);
-        if (next.status === current.status) await core.scheduleSettle(tenantId, { transaction_id: id, polls: polls + 1 }, pollAt(answer, now), tx);
+        const next = await core.applyChange(current, { type: 'settle', result: answer }, answer, tx);
+        if (next.status === current.status) await core.scheduleSettle(tenantId, { transaction_id: id, polls: polls + 1 }, pollAt(answer, new Date()), tx);
       });
     },
   };

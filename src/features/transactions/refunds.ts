@@ -13,7 +13,7 @@ import { decodeCursor, encodeCursor } from '../../http/pagination.ts';
 import { apply, type RefundResult, refundStatusOf } from '../../processors/index.ts';
 import type { Core } from './core.ts';
 import { stateOf } from './outcome.ts';
-import { findRefund, findTransaction, insertRefund, listRefunds, type RefundRow, saveRefund, type TransactionRow } from './store.ts';
+import { findRefund, findTransaction, insertRefund, listRefunds, type RefundRow, saveRefund, setRefundedAmount, type TransactionRow } from './store.ts';
 
 export function createRefunds(core: Core) {
   const { db, groupCommit, logs, events, connections } = core;
@@ -21,14 +21,6 @@ export function createRefunds(core: Core) {
   function refundEvents(refund: RefundRow, types: readonly string[]): Item[] {
     const payload = { id: refund.id, transaction_id: refund.transaction_id, status: refund.status, amount: refund.amount, currency: refund.currency, error_code: refund.error_code };
     return types.map((type) => events.item(refund.tenant_id, type, refund.id, payload));
-  }
-
-  async function setRefunded(tenantId: string, id: string, refunded: number, tx: Parameters<Parameters<typeof db.transaction>[0]>[0]): Promise<void> {
-    await db.query(
-      `UPDATE transactions SET refunded_amount = $3, updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE tenant_id = $1 AND id = $2`,
-      [tenantId, id, refunded],
-      tx,
-    );
   }
 
   /**
@@ -49,7 +41,7 @@ export function createRefunds(core: Core) {
         core.log.error({ err: (err as Error).message, refund_id: refundId }, 'processor answer does not fit the refund; it is left as it was');
         return refund;
       }
-      if (transition.state.refunded_amount !== transaction.refunded_amount) await setRefunded(tenantId, transactionId, transition.state.refunded_amount, tx);
+      if (transition.state.refunded_amount !== transaction.refunded_amount) await setRefundedAmount(db, tenantId, transactionId, transition.state.refunded_amount, tx);
       const next = await saveRefund(db, {
         ...refund,
         status,
@@ -107,7 +99,7 @@ export function createRefunds(core: Core) {
           return core.translate(err);
         }
         const amount = transition.state.refunded_amount - transaction.refunded_amount;
-        await setRefunded(tenantId, transactionId, transition.state.refunded_amount, tx);
+        await setRefundedAmount(db, tenantId, transactionId, transition.state.refunded_amount, tx);
         const refund = await insertRefund(db, {
           tenant_id: tenantId, id: requestId ?? randomUUID(), transaction_id: transactionId, status: 'processing', currency: transaction.currency, amount,
           reason: body.reason ?? null, connection_refund_id: null, error_code: null, raw_response_code: null, raw_response_description: null,

@@ -136,12 +136,40 @@ export async function saveOutcome(db: Database, row: TransactionRow, answeredKey
   return (await db.query(`WITH u AS (${st.sql} RETURNING 1) SELECT count(*)::int AS n FROM u`, st.params, tx))[0].n === 1;
 }
 
-/** Marks a call about to be made (the outbox entry), on a row locked by the caller. */
-export async function markPending(db: Database, tenantId: string, id: string, pending: PendingCall, tx: Tx): Promise<void> {
+/** Sets a transaction's refunded_amount, on a row locked by the caller. */
+export async function setRefundedAmount(db: Database, tenantId: string, id: string, refunded: number, tx: Tx): Promise<void> {
   await db.query(
-    `UPDATE transactions SET pending = $3, pending_since = clock_timestamp(), updated_at = date_trunc('milliseconds', clock_timestamp())
+    `UPDATE transactions SET refunded_amount = $3, updated_at = date_trunc('milliseconds', clock_timestamp()) WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, id, refunded],
+    tx,
+  );
+}
+
+/** Links the 3DS session of an approval to its transaction, while it still awaits the approval. */
+export async function setApprovalSession(db: Database, tenantId: string, id: string, sessionId: string): Promise<void> {
+  await db.query(
+    `UPDATE transactions SET three_d_session_id = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'buyer_approval_pending'`,
+    [tenantId, id, sessionId],
+  );
+}
+
+/** Moves unanswered calls' pending_since on: claimed by one sweep, the others leave them alone for a while. */
+export async function claimUnanswered(db: Database, table: 'transactions' | 'refunds', keys: { tenant_id: string; id: string }[], tx?: Tx): Promise<void> {
+  if (keys.length === 0) return;
+  await db.query(
+    `UPDATE ${table} SET pending_since = clock_timestamp() WHERE (tenant_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`,
+    [keys.map((k) => k.tenant_id), keys.map((k) => k.id)],
+    tx,
+  );
+}
+
+/** Marks a call about to be made (the outbox entry), on a row locked by the caller. */
+export async function markPending(db: Database, tenantId: string, id: string, pending: PendingCall, tx: Tx, threeDSecure?: Record<string, unknown>): Promise<void> {
+  await db.query(
+    `UPDATE transactions SET pending = $3, pending_since = clock_timestamp(), updated_at = date_trunc('milliseconds', clock_timestamp()),
+       three_d_secure = coalesce($4, three_d_secure)
      WHERE tenant_id = $1 AND id = $2`,
-    [tenantId, id, pending],
+    [tenantId, id, pending, threeDSecure ?? null],
     tx,
   );
 }
