@@ -4,15 +4,16 @@
  * the child and its workers (`main` is their event-loop threads alone; the rest of Coffer's
  * time is isolate threads, V8's helpers and libuv's pool), PostgreSQL its embedded server
  * with every backend, `bench` this process (autocannon), `baseline` the baseline child (the
- * proxies' destination). A ratio target is a budget of these: when the 2 cores are busy,
+ * proxies' destination), `minimal` the minimal programs (bench/minimal-*.ts) with their
+ * sandbox process. A ratio target is a budget of these: when the 2 cores are busy,
  * req/s is what they can do divided by the sum.
  */
 import fs from 'node:fs';
 import { processesUnder } from './rss.ts';
 
 /** CPU seconds so far by pid, for the parts made of several processes; single numbers for the rest. */
-export type CpuReading = { coffer: Map<number, number>; main: Map<number, number>; postgres: Map<number, number>; bench: number; baseline: number };
-export type CpuPerRequest = { coffer: number; main: number; postgres: number; bench: number; baseline: number; total: number };
+export type CpuReading = { coffer: Map<number, number>; main: Map<number, number>; postgres: Map<number, number>; bench: number; baseline: number; minimal: Map<number, number> };
+export type CpuPerRequest = { coffer: number; main: number; postgres: number; bench: number; baseline: number; minimal: number; total: number };
 
 /**
  * utime + stime of /proc/<path>/stat (a process, or `<pid>/task/<tid>` for one thread), in
@@ -30,7 +31,7 @@ export function statSeconds(path: string): number | undefined {
 }
 
 /** The CPU time so far of each part; undefined where /proc has none (not Linux). */
-export function cpuSeconds(coffer: number, baseline: number): CpuReading | undefined {
+export function cpuSeconds(coffer: number, baseline: number, minimal: number[] = []): CpuReading | undefined {
   if (!fs.existsSync(`/proc/${coffer}/stat`)) return undefined;
   const { service, database } = processesUnder(coffer);
   const own = process.cpuUsage();
@@ -40,6 +41,8 @@ export function cpuSeconds(coffer: number, baseline: number): CpuReading | undef
     postgres: new Map(database.map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
     bench: (own.user + own.system) / 1e6,
     baseline: statSeconds(String(baseline)) ?? 0,
+    // A minimal program and its descendants (react.minimal's sandbox process).
+    minimal: new Map(minimal.flatMap((root) => processesUnder(root).service).map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
   };
 }
 
@@ -64,6 +67,7 @@ export function perRequest(before: CpuReading | undefined, after: CpuReading | u
     postgres: us(spent(before.postgres, after.postgres)),
     bench: us(after.bench - before.bench),
     baseline: us(Math.max(0, after.baseline - before.baseline)),
+    minimal: us(spent(before.minimal, after.minimal)),
   };
-  return { ...out, total: out.coffer + out.postgres + out.bench + out.baseline };
+  return { ...out, total: out.coffer + out.postgres + out.bench + out.baseline + out.minimal };
 }

@@ -38,8 +38,11 @@ type Context = {
 };
 
 type Target = {
-  /** Which child serves the requests (default Coffer). */
-  server?: 'coffer' | 'baseline';
+  /**
+   * Which child serves the requests (default Coffer): the baseline (bare Fastify, the echo), or
+   * one of the minimal programs, started the first time a run needs them (see `minimal`).
+   */
+  server?: 'coffer' | 'baseline' | MinimalName;
   /** Runs once before the warm-up; what it returns is passed to `requests`. */
   prepare?: (ctx: Context) => Promise<Record<string, any>>;
   /** The request, or requests cycled through, that the run sends. */
@@ -61,12 +64,20 @@ type Scenario = Target & {
   name: string;
   /** Key of `baselines`; measured in this run with the scenario's connection count. */
   baseline: string;
+  /**
+   * Key of `baselines`: the scenario's former baseline, measured once more right after it and
+   * printed as information (no target), so figures stay comparable with earlier runs.
+   */
+  formerBaseline?: string;
   /** The scenario passes when its req/s is at least this share of the baseline's… */
   target: number;
   /** …and, when set, its p99 latency is at most this. */
   p99_target_ms?: number;
   connections: number;
 };
+
+/** The minimal programs a scenario's baseline may be served by (docs/benchmarks.md, "Minimal programs"). */
+type MinimalName = 'proxy.minimal' | 'react.minimal';
 
 const baselines: Record<string, Target | { db: DbTarget }> = {
   'fastify.bare': { server: 'baseline', requests: () => ({ path: '/bare' }) },
@@ -80,6 +91,18 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
   detokenize: { prepare: (ctx) => vault(ctx), requests: (ctx, prepared) => detokenizeRequests(ctx, prepared) },
   // The proxy scenarios' destination called directly: the same POST body, echoed.
   'echo.direct': { server: 'baseline', requests: () => ECHO_DIRECT },
+  // The same body and headers through the least reverse proxy (bench/minimal-proxy.ts) to the same echo.
+  'proxy.minimal': {
+    server: 'proxy.minimal',
+    prepare: (ctx) => proxies(ctx),
+    requests: (_, { key, proxyKey }) => ({ ...ECHO_DIRECT, headers: { 'svc-api-key': key, 'svc-proxy-key': proxyKey } }),
+  },
+  // react.trivial's code in a sandbox process's warm isolate plus one committed audit row (bench/minimal-react.ts).
+  'react.minimal': {
+    server: 'react.minimal',
+    prepare: (ctx) => vault(ctx),
+    requests: (_, { key }) => ({ method: 'POST', path: '/react', headers: { 'svc-api-key': key }, json: { args: {} } }),
+  },
   // The `tokens.create` scenario's requests, as the baseline of googlepay.tokenize (arrow: `vault` is defined below).
   'tokens.create': { prepare: (ctx) => vault(ctx), requests: (_, { key }) => createTokenRequest(key) },
   // The `tokens.get` scenario's requests, as the baseline of threeds.frictionless (arrow: `vault` is defined below).
@@ -224,10 +247,10 @@ const scenarios: Scenario[] = [
   },
   {
     // Load the reactor, audit the call, run code that returns a constant in a warm isolate, two reactor.* events.
-    // 50 connections like `auth`, so both share one fastify.bare measurement.
     name: 'react.trivial',
-    baseline: 'fastify.bare',
-    target: 0.35,
+    baseline: 'react.minimal',
+    formerBaseline: 'fastify.bare',
+    target: 0.7,
     connections: 50,
     prepare: reactors,
     requests: (_, { key, trivial }) => reactRequest(key, trivial, {}),
@@ -236,7 +259,7 @@ const scenarios: Scenario[] = [
     // react.trivial plus one token detokenized (token:use) into args.card; the code returns its last 4 digits.
     name: 'react.one_token',
     baseline: 'detokenize',
-    target: 0.6,
+    target: 0.5,
     connections: 64,
     prepare: reactors,
     requests: (_, { key, ids, oneToken }) => ids.map((id: string) => reactRequest(key, oneToken, { card: `{{ ${id} }}` })),
@@ -245,8 +268,9 @@ const scenarios: Scenario[] = [
     // Find the proxy by its key (cached), check the caller's key and token:use, scan the body for '{{' (none),
     // forward it to the echo over a pooled keep-alive connection, stream the answer back.
     name: 'proxy.passthrough',
-    baseline: 'echo.direct',
-    target: 0.5,
+    baseline: 'proxy.minimal',
+    formerBaseline: 'echo.direct',
+    target: 0.7,
     connections: 50,
     prepare: proxies,
     requests: (_, { key, proxyKey }) => proxyRequest(key, proxyKey, PAYMENT),
@@ -254,8 +278,9 @@ const scenarios: Scenario[] = [
   {
     // proxy.passthrough plus one token detokenized (token:use, audited) into the JSON body, cycling over the tokens.
     name: 'proxy.one_token',
-    baseline: 'echo.direct',
-    target: 0.35,
+    baseline: 'proxy.minimal',
+    formerBaseline: 'echo.direct',
+    target: 0.5,
     connections: 50,
     prepare: proxies,
     requests: (_, { key, proxyKey, ids }) =>
@@ -412,9 +437,9 @@ const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
-  // Capped so the 28 runs (9 scenario runs, 16 baselines bracketing 8 scenarios, the three one-connection pairs) plus
-  // start-ups stay under 20 minutes (each run is the warm-up plus this: about 17 minutes at 30 s).
-  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 30) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 30 (got "${raw}")`);
+  // Capped so the 40 runs (12 scenario runs, 22 baselines bracketing 11 scenarios, 3 former baselines, the three
+  // one-connection pairs) plus start-ups stay under 20 minutes (each run is the warm-up plus this: ~18 minutes at 20 s).
+  if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 20) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 20 (got "${raw}")`);
   return Number(raw);
 }
 
@@ -497,15 +522,22 @@ function stealReport(rows: [string, RowSteal | undefined][]): string {
   );
 }
 
-/** Lines under the table: each scenario's CPU time per request, by process (bench/cpu.ts). */
-function cpuReport(rows: [string, CpuPerRequest | undefined][]): string {
+/** Lines under the table: each run's CPU time per request, by process (bench/cpu.ts). */
+function cpuReport(rows: [string, CpuPerRequest | undefined][], of = 'each scenario'): string {
   const known = rows.filter((r): r is [string, CpuPerRequest] => r[1] !== undefined);
   if (known.length === 0) return '';
   const width = Math.max(...known.map(([name]) => name.length));
   return (
-    `CPU time per request in µs: Coffer (its event-loop threads), PostgreSQL, bench (autocannon), baseline child; total\n` +
-    known.map(([name, c]) => `  ${name.padEnd(width)}  ${c.coffer} (${c.main}), ${c.postgres}, ${c.bench}, ${c.baseline}; ${c.total}\n`).join('')
+    `CPU time per request in µs, ${of}: Coffer (its event-loop threads), PostgreSQL, bench (autocannon), baseline child, minimal program (with its sandbox process); total\n` +
+    known.map(([name, c]) => `  ${name.padEnd(width)}  ${c.coffer} (${c.main}), ${c.postgres}, ${c.bench}, ${c.baseline}, ${c.minimal}; ${c.total}\n`).join('')
   );
+}
+
+/** The line under the table with each row's ratio to its former baseline: information, no target. */
+function formerReport(formers: Map<string, { baseline: string; rps: number; ratio: number }>): string {
+  if (formers.size === 0) return '';
+  const parts = [...formers].map(([name, f]) => `${name} ${f.ratio.toFixed(2)} vs ${f.baseline} (${Math.round(f.rps).toLocaleString('en-US')} req/s, one run after the bracket)`);
+  return `former baselines, as information (no target): ${parts.join(', ')}\n`;
 }
 
 /** results.json fields of a row's steal (shares rounded to 0.001). */
@@ -573,6 +605,32 @@ async function main(): Promise<number> {
     const key = (await coffer.waitFor(/^ {2}(key_\S+)$/m, 120_000))[1];
     await Promise.all([waitReady(coffer, '/health/ready', 60_000), waitReady(baseline, '/health/ready', 60_000)]);
 
+    // The minimal programs, each started (with Coffer's Node flags) the first time a run needs it.
+    const minimal = new Map<MinimalName, Promise<Server>>();
+    const minimalServer = (name: MinimalName): Promise<Server> => {
+      let started = minimal.get(name);
+      if (!started) {
+        started = (async () => {
+          const env =
+            name === 'proxy.minimal'
+              ? { DESTINATION: baseline.url, LOG_LEVEL: logLevel }
+              : (() => {
+                  const db = embeddedConnection(dataDir);
+                  return { PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
+                })();
+          const script = name === 'proxy.minimal' ? 'minimal-proxy.ts' : 'minimal-react.ts';
+          const server = startServer(name, path.join(import.meta.dirname, script), [], env, await freePort(), flags);
+          servers.push(server);
+          await waitReady(server, '/health/ready', 60_000);
+          return server;
+        })();
+        minimal.set(name, started);
+      }
+      return started;
+    };
+    /** The pids of the minimal programs started so far: their CPU time (with their sandbox process's) is `minimal`. */
+    const minimalPids = () => servers.filter((s) => minimal.has(s.name as MinimalName)).map((s) => s.pid);
+
     const ctx: Context = {
       key,
       destination: baseline.url,
@@ -595,9 +653,9 @@ async function main(): Promise<number> {
     const cpuPer = new Map<string, CpuPerRequest | undefined>();
     const observed = async (label: string, run: () => Promise<Result>): Promise<Result> => {
       const before = cpuTimes();
-      const cpuBefore = cpuSeconds(coffer!.pid, baseline.pid);
+      const cpuBefore = cpuSeconds(coffer!.pid, baseline.pid, minimalPids());
       const result = await run();
-      cpuPer.set(label, perRequest(cpuBefore, cpuSeconds(coffer!.pid, baseline.pid), result.requests.total));
+      cpuPer.set(label, perRequest(cpuBefore, cpuSeconds(coffer!.pid, baseline.pid, minimalPids()), result.requests.total));
       stolen.set(label, stealShare(before, cpuTimes()));
       return result;
     };
@@ -617,7 +675,7 @@ async function main(): Promise<number> {
           return observed(label, () => opsLoad(label, op, connections, duration));
         });
       }
-      const server = t.server === 'baseline' ? baseline : coffer!;
+      const server = t.server === 'baseline' ? baseline : t.server && t.server !== 'coffer' ? await minimalServer(t.server) : coffer!;
       const reqs = [t.requests(ctx, t.prepare ? await t.prepare(ctx) : {})].flat();
       await probe(label, server.url, reqs);
       process.stdout.write(`${label}: warm-up ${WARMUP_SECONDS} s, then ${duration} s at ${connections} connections\n`);
@@ -632,11 +690,17 @@ async function main(): Promise<number> {
     const brackets = new Map<string, { before: number; after: number }>();
     /** Per row: the steal share of its measured run and of its baseline's runs. */
     const steals = new Map<string, RowSteal>();
+    /** Per row with a former baseline: that baseline's req/s, measured once right after the bracket, and the ratio to it. */
+    const formers = new Map<string, { baseline: string; rps: number; ratio: number }>();
     for (const s of selected) {
       const before = await measure(`${s.baseline} (before ${s.name})`, baselines[s.baseline], s.connections);
       const r = await measure(s.name, s, s.connections);
       const after = await measure(`${s.baseline} (after ${s.name})`, baselines[s.baseline], s.connections);
       const base = meanOf(before, after);
+      if (s.formerBaseline) {
+        const former = await measure(`${s.formerBaseline} (former baseline of ${s.name})`, baselines[s.formerBaseline], s.connections);
+        formers.set(s.name, { baseline: s.formerBaseline, rps: former.requests.average, ratio: r.requests.average / former.requests.average });
+      }
       brackets.set(s.name, { before: before.requests.average, after: after.requests.average });
       steals.set(s.name, { run: stolen.get(s.name), baseline: [stolen.get(`${s.baseline} (before ${s.name})`), stolen.get(`${s.baseline} (after ${s.name})`)] });
       const ratio = r.requests.average / base.rps;
@@ -751,7 +815,10 @@ async function main(): Promise<number> {
 
     process.stdout.write(`\n${table(rows, valueRows)}\n\n`);
     process.stdout.write(stealReport(rows.map((r) => [r.scenario, steals.get(r.scenario)])));
+    process.stdout.write(formerReport(formers));
     process.stdout.write(cpuReport(rows.map((r) => [r.scenario, cpuPer.get(r.scenario)])));
+    // The minimal baselines' own figures, for the budget: a ratio target is the scenario's total against these.
+    process.stdout.write(cpuReport([...minimal.keys()].flatMap((name) => [...cpuPer.keys()].filter((label) => label.startsWith(`${name} `)).map((label) => [label, cpuPer.get(label)] as [string, CpuPerRequest | undefined])), 'the minimal baselines\' runs'));
     process.stdout.write(scalingDetail);
     process.stdout.write(
       `${memory.scenario}: ${memory.peak_rss_mb} MB (target <= ${memory.target_mb} MB) ${memoryMisses.length ? 'FAIL' : 'PASS'}, of ${memory.server};` +
@@ -800,6 +867,9 @@ async function main(): Promise<number> {
       ...(r.p99_target_ms !== undefined ? { p99_target_ms: r.p99_target_ms } : {}),
       ...(brackets.has(r.scenario)
         ? { baseline_rps_before: Math.round(brackets.get(r.scenario)!.before), baseline_rps_after: Math.round(brackets.get(r.scenario)!.after) }
+        : {}),
+      ...(formers.has(r.scenario)
+        ? { former_baseline: formers.get(r.scenario)!.baseline, former_baseline_rps: Math.round(formers.get(r.scenario)!.rps), former_ratio: Number(formers.get(r.scenario)!.ratio.toFixed(3)) }
         : {}),
       ...stealFields(steals.get(r.scenario)),
       ...(cpuPer.get(r.scenario) ? { cpu_us_per_request: cpuPer.get(r.scenario) } : {}),

@@ -80,6 +80,8 @@ const DEFAULT_MAX_REDIRECTS = 5;
 const DEFAULT_CONNECTIONS = 64;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const DEFAULT_KEEP_ALIVE_MAX_MS = 30_000;
+/** Validated first-hop URLs remembered; past it the memory starts over (a bound, not an LRU). */
+const VALIDATED_URLS_KEPT = 1024;
 
 /**
  * The one HTTP client for every outbound call Coffer makes (reactor fetch, webhook
@@ -98,6 +100,8 @@ export class OutboundClient {
   readonly #maxRedirects: number;
   /** Who may send now, per origin and tenant; both transports' calls count (see slots.ts). */
   readonly #slots: OriginSlots;
+  /** URLs that passed validateUrl, by their text (#validatedFirstHop). */
+  readonly #validated = new Map<string, URL>();
 
   constructor(options: OutboundOptions) {
     this.#policy = new AddressPolicy(options.allowlist ?? []);
@@ -155,6 +159,23 @@ export class OutboundClient {
     return parsed;
   }
 
+  /**
+   * validateUrl for the URL a call starts at, remembered by its text: a proxy or a webhook
+   * calls the same few URLs over and over, and the answer depends on the text and this
+   * client's policy alone. Only what passed is kept (a refusal throws each time), and the URL
+   * objects are never changed: a redirect makes new ones (#send).
+   */
+  #validatedFirstHop(url: string): URL {
+    if (typeof url === 'string') {
+      const known = this.#validated.get(url);
+      if (known !== undefined) return known;
+    }
+    const parsed = this.validateUrl(url);
+    if (this.#validated.size >= VALIDATED_URLS_KEPT) this.#validated.clear();
+    this.#validated.set(url, parsed);
+    return parsed;
+  }
+
   async request(req: OutboundRequest): Promise<OutboundResponse> {
     return readWhole(await this.#open(req, false, this.#maxResponseBytes));
   }
@@ -208,7 +229,7 @@ export class OutboundClient {
 
   async #send(req: OutboundRequest, deadline: Deadline, streaming: boolean, state: HopState): Promise<Hop> {
     if (req === null || typeof req !== 'object') throw new OutboundError('invalid_request', 'the request must be an object');
-    let url = this.validateUrl(req.url);
+    let url = this.#validatedFirstHop(req.url);
     state.url = url;
     let method = prepareMethod(req.method);
     let headers = prepareHeaders(req.headers, streaming);

@@ -89,6 +89,24 @@ function decodeQueryPart(s: string): string {
  * refused before that, and the origin never changes.
  */
 export function destinationUrl(destination: string, suffix: string, query: string): string {
+  // `/proxy` alone, the usual call, always goes to the same URL: built (two URL parses) once.
+  if (suffix === '' && query === '') {
+    let href = bareDestinations.get(destination);
+    if (href === undefined) {
+      href = buildDestinationUrl(destination, '', '');
+      if (bareDestinations.size >= BARE_DESTINATIONS_KEPT) bareDestinations.clear();
+      bareDestinations.set(destination, href);
+    }
+    return href;
+  }
+  return buildDestinationUrl(destination, suffix, query);
+}
+
+/** destination_url → the URL a call to `/proxy` alone goes to; bounded, as proxies come and go. */
+const bareDestinations = new Map<string, string>();
+const BARE_DESTINATIONS_KEPT = 1024;
+
+function buildDestinationUrl(destination: string, suffix: string, query: string): string {
   // As a destination might read it: percent-decoded dots and slashes, backslashes as slashes.
   const decoded = suffix.replace(/%2e/gi, '.').replace(/%2f/gi, '/').replace(/%5c/gi, '/').replace(/\\/g, '/');
   if (decoded.split('/').some((segment) => segment === '.' || segment === '..')) {
@@ -127,6 +145,8 @@ export function queryObject(raw: string): Record<string, string | string[]> {
 function connectionTokens(headers: Record<string, string | string[] | undefined>): Set<string> | undefined {
   const value = headers.connection;
   if (value === undefined) return undefined;
+  // Nearly every answer says just `keep-alive` (or `close`): no header is named beyond the usual.
+  if (value === 'keep-alive' || value === 'close' || value === 'Keep-Alive') return undefined;
   return new Set([value].flat().join(',').split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
 }
 

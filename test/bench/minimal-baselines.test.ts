@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { createMinimalProxy } from '../../bench/minimal-proxy.ts';
+import { AUDIT_TABLE, createMinimalReact, type MinimalReact } from '../../bench/minimal-react.ts';
+import { suiteDatabase } from '../helpers/server.ts';
+
+async function listen(server: http.Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+describe('proxy.minimal', () => {
+  let seen: { method?: string; url?: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
+  /** Lets the destination finish its streamed answer. */
+  let finish: () => void = () => {};
+  const destination = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(chunks).toString() });
+      if (req.url === '/stream') {
+        res.writeHead(200, { 'content-type': 'text/plain', 'x-answer': 'yes' });
+        res.write('first ');
+        finish = () => res.end('last');
+      } else {
+        res.writeHead(201, { 'content-type': req.headers['content-type'] ?? 'text/plain', connection: 'keep-alive' });
+        res.end(Buffer.concat(chunks));
+      }
+    });
+  });
+  let proxy: http.Server;
+  let url: string;
+
+  before(async () => {
+    proxy = createMinimalProxy(await listen(destination));
+    url = await listen(proxy);
+  });
+  after(async () => {
+    proxy.closeAllConnections();
+    destination.closeAllConnections();
+    await Promise.all([new Promise((r) => proxy.close(r)), new Promise((r) => destination.close(r))]);
+  });
+
+  it('forwards the method, path with its query, end-to-end headers and body; answers with the status, headers and body', async () => {
+    seen = [];
+    const res = await fetch(`${url}/echo/a?b=1`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', 'x-caller': 'c', 'svc-api-key': 'k' },
+      body: '{"amount":1000}',
+    });
+    assert.equal(res.status, 201);
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(await res.text(), '{"amount":1000}');
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0].method, 'PUT');
+    assert.equal(seen[0].url, '/echo/a?b=1');
+    assert.equal(seen[0].headers['x-caller'], 'c');
+    assert.equal(seen[0].headers['svc-api-key'], 'k');
+    assert.equal(seen[0].headers['content-length'], '15');
+    assert.equal(seen[0].body, '{"amount":1000}');
+    // The host is the destination's, not the proxy's.
+    assert.equal(seen[0].headers.host, `127.0.0.1:${(destination.address() as AddressInfo).port}`);
+  });
+
+  it('streams the answer: its first bytes arrive before the destination has finished it', async () => {
+    const res = await fetch(`${url}/stream`);
+    assert.equal(res.headers.get('x-answer'), 'yes');
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    assert.equal(Buffer.from(first.value!).toString(), 'first ');
+    finish();
+    let rest = '';
+    for (let r = await reader.read(); !r.done; r = await reader.read()) rest += Buffer.from(r.value).toString();
+    assert.equal(rest, 'last');
+  });
+});
+
+describe('react.minimal', () => {
+  const database = suiteDatabase(2);
+  let minimal: MinimalReact;
+  // Proves where it runs: an isolate has no process or require, and args arrive as copied data.
+  const code = 'module.exports = async (req) => ({ raw: { host: typeof process + typeof require, n: req.args.n + 1 } })';
+
+  before(async () => {
+    minimal = await createMinimalReact({ code, db: { connectionString: databaseUrl() }, logLevel: 'silent' });
+  });
+  after(async () => {
+    await minimal?.close();
+  });
+
+  /** The suite database's URL, read from the pool's settings. */
+  function databaseUrl(): string {
+    const o = database.db.pool.options as { connectionString?: string };
+    return o.connectionString!;
+  }
+
+  it('runs the code in a sandbox process\'s isolate and commits one audit row before it answers', async () => {
+    const { rows: [{ count: before }] } = await database.db.pool.query(`SELECT count(*)::int AS count FROM ${AUDIT_TABLE}`);
+    const res = await minimal.app.inject({ method: 'POST', url: '/react', payload: { args: { n: 41 } } });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { raw: { host: 'undefinedundefined', n: 42 } });
+    const { rows } = await database.db.pool.query(`SELECT entity_type, operation, message FROM ${AUDIT_TABLE}`);
+    assert.equal(rows.length, before + 1);
+    assert.equal(rows.at(-1).operation, 'react');
+    assert.match(rows.at(-1).message, /^Reactor invoked \(request [0-9a-f-]{36}\)$/);
+  });
+});
