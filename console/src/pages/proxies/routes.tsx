@@ -1,5 +1,9 @@
-import { PageHeader } from '../../components/bits.tsx';
+import { ProxyList } from './list.tsx';
+import { ProxyCreate, ProxyDetail } from './detail.tsx';
 
-export function ProxiesRoutes(_props: { parts: string[]; query?: URLSearchParams }) {
-  return <section><PageHeader title="Proxies" /><p class="muted">Coming next.</p></section>;
+export function ProxiesRoutes(props: { parts: string[] }) {
+  const [id] = props.parts;
+  if (!id) return <ProxyList />;
+  if (id === 'new') return <ProxyCreate />;
+  return <ProxyDetail id={id} />;
 }

@@ -1,5 +1,9 @@
-import { PageHeader } from '../../components/bits.tsx';
+import { ReactorList } from './list.tsx';
+import { ReactorCreate, ReactorDetail } from './detail.tsx';
 
-export function ReactorsRoutes(_props: { parts: string[]; query?: URLSearchParams }) {
-  return <section><PageHeader title="Reactors" /><p class="muted">Coming next.</p></section>;
+export function ReactorsRoutes(props: { parts: string[] }) {
+  const [id] = props.parts;
+  if (!id) return <ReactorList />;
+  if (id === 'new') return <ReactorCreate />;
+  return <ReactorDetail id={id} />;
 }
