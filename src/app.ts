@@ -190,16 +190,6 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
       maxTokens: 100,
     },
   });
-  // Proxy transforms share the one sandbox above.
-  const proxies = createProxyService({
-    db, vault, logs, notifier, outbound, sandbox, authenticator, applications, detokenize, tokens,
-    timeoutMs: config.proxyTimeoutMs,
-    maxBodyBytes: config.proxyMaxBodyBytes,
-    maxDecompressedBytes: config.proxyMaxDecompressedBytes,
-    anonymousRate: config.proxyAnonymousRate,
-    anonymousBurst: config.proxyAnonymousBurst,
-    cacheSeconds: config.authCacheSeconds,
-  });
   // E-mail is queued in the sender's transaction and sent by the MAIL_JOB handler (src/mail).
   const mail = createMailService({ db, vault, mailer: createMailer(config.mail), log, maxAttempts: config.mail.maxAttempts });
   // People: members, invitations by e-mail, member sign-in (docs/people.md).
@@ -208,6 +198,17 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
   const members = createMemberService({ db, logs, events });
   const signin = createSigninService({
     db, logs, mail, members, users, tenants, log, now: clock, publicUrl, linkMinutes: config.signinLinkMinutes, sessionHours: config.memberSessionHours,
+  });
+  // Proxy transforms share the one sandbox above; signed-in members may invoke proxies too.
+  const proxies = createProxyService({
+    db, vault, logs, notifier, outbound, sandbox, authenticator, applications, detokenize, tokens,
+    members: (session, csrfHeader, csrfCookie) => signin.authenticate(session, csrfHeader, csrfCookie),
+    timeoutMs: config.proxyTimeoutMs,
+    maxBodyBytes: config.proxyMaxBodyBytes,
+    maxDecompressedBytes: config.proxyMaxDecompressedBytes,
+    anonymousRate: config.proxyAnonymousRate,
+    anonymousBurst: config.proxyAnonymousBurst,
+    cacheSeconds: config.authCacheSeconds,
   });
   const invitations = createInvitationService({
     db, logs, events, mail, members, users, tenants, applications, log, now: clock, publicUrl, ttlHours: config.invitationTtlHours,

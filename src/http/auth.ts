@@ -107,25 +107,31 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
         request.principal = hit;
         return done(authorize(hit, access));
       }
-      if (value === undefined && members && request.headers.cookie !== undefined) {
-        const cookies = parseCookies(request.headers.cookie);
-        const session = cookies.get(SESSION_COOKIE);
-        if (session) {
-          const csrf = request.headers[CSRF_HEADER];
-          members(session, Array.isArray(csrf) ? csrf[0] : csrf, cookies.get(CSRF_COOKIE)).then((principal) => {
-            request.principal = principal;
-            done(authorize(principal, access));
-          }, done);
-          return;
-        }
-      }
-      authenticator.authenticate(value).then((principal) => {
+      authenticateCaller(request.headers, authenticator, members).then((principal) => {
         request.principal = principal;
         done(authorize(principal, access));
       }, done);
     };
     route.onRequest = [check, ...[route.onRequest ?? []].flat()];
   });
+}
+
+/**
+ * The caller a request's headers name: its SVC-API-KEY; without one, a signed-in member's
+ * session cookie with the X-CSRF-Token that must repeat it; else a 401.
+ */
+export function authenticateCaller(headers: Record<string, string | string[] | undefined>, authenticator: Authenticator, members: MemberAuthenticator | undefined): Promise<Principal> {
+  const header = headers[API_KEY_HEADER];
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined && members && headers.cookie !== undefined) {
+    const cookies = parseCookies(headers.cookie);
+    const session = cookies.get(SESSION_COOKIE);
+    if (session) {
+      const csrf = headers[CSRF_HEADER];
+      return members(session, Array.isArray(csrf) ? csrf[0] : csrf, cookies.get(CSRF_COOKIE));
+    }
+  }
+  return authenticator.authenticate(value);
 }
 
 function authorize(principal: Principal, access: Exclude<Access, 'public'>): ApiError | undefined {

@@ -1,11 +1,10 @@
 import type { Database } from '../../db/database.ts';
-import type { Principal } from '../../access/principal.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { Logger } from '../../logger.ts';
 import { parseLinkSecret, secretMatches } from '../../vault/link-secrets.ts';
 import type { EventService } from '../events/service.ts';
 import type { LogService } from '../logs/service.ts';
-import { rolePermissions } from '../members/roles.ts';
+import { memberPrincipal } from '../members/roles.ts';
 import type { MemberService } from '../members/service.ts';
 import type { SigninService, StartedSession } from '../signin/service.ts';
 import type { TenantService } from '../tenants/service.ts';
@@ -99,10 +98,7 @@ export function createAcceptance(deps: {
         const existing = await members.ofUser(inv.tenant_id, user.id, tx);
         if (existing) throw ApiError.conflict(`You are a member of ${v.tenantName} already: sign in instead.`);
         // The new member acts for itself from here on: the audit log names the user.
-        const actor: Principal = {
-          kind: 'member', tenantId: inv.tenant_id, actorId: user.id, applicationId: '', applicationType: 'management', keyId: undefined,
-          permissions: rolePermissions(inv.role), rules: [], expiresAt: undefined,
-        };
+        const actor = memberPrincipal({ tenantId: inv.tenant_id, userId: user.id, role: inv.role });
         const member = await members.add(actor, inv.tenant_id, user.id, inv.role, tx);
         await markAccepted(db, inv.tenant_id, inv.id, member.id, user.id, tx);
         await logs.record(actor, { entityType: 'tenant_invitation', entityId: inv.id, operation: 'accept', message: `Invitation accepted; member ${member.id} added (${inv.role})` }, tx);

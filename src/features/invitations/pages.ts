@@ -53,7 +53,7 @@ function acceptPage(token: string, view: Extract<AcceptView, { state: 'ready' }>
 function welcomePage(tenantName: string): string {
   return page(`Welcome to ${tenantName}`, `<h1 id="signed-in">Welcome to ${escapeHtml(tenantName)}</h1>
 <p>You are a member now, and signed in on this browser.</p>
-<p><a href="../me">See your account</a> · <a href="../docs">API reference</a></p>`);
+<p><a id="open-console" href="../console/">Open the console</a> · <a href="../me">Your account</a> · <a href="../docs">API reference</a></p>`);
 }
 
 /** An error as the acceptance pages show it. */

@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import { hasPermission, type Principal } from '../../access/principal.ts';
-import type { Authenticator } from '../../http/auth.ts';
+import { authenticateCaller, type Authenticator, type MemberAuthenticator } from '../../http/auth.ts';
 import { ApiError, toApiError } from '../../http/errors.ts';
 import { TokenBuckets } from '../../http/rate-limit.ts';
 import { OutboundError, type OutboundClient } from '../../outbound/client.ts';
@@ -42,6 +42,8 @@ export function createInvoker(deps: {
   transforms: Transforms;
   outbound: OutboundClient;
   authenticator: Authenticator;
+  /** Signed-in members (src/features/signin), who may call proxies that require authentication. */
+  members?: MemberAuthenticator;
   detokenize: DetokenizeService;
   /** Destination deadline, ms. */
   timeoutMs: number;
@@ -55,10 +57,15 @@ export function createInvoker(deps: {
   /** Who detokenizes: the caller, or for anonymous proxies the proxy's application. */
   async function authorize(entry: Live, inv: Invocation): Promise<Principal | undefined> {
     if (entry.row.require_auth) {
-      const caller = await deps.authenticator.authenticate(header(inv.headers, 'svc-api-key'));
+      // An API key, or a signed-in member's session (the console's "try it").
+      const caller = await authenticateCaller(inv.headers, deps.authenticator, deps.members);
       // Another tenant's proxy does not exist for this caller.
       if (caller.tenantId !== entry.row.tenant_id) throw noSuchProxy();
-      if (!hasPermission(caller, 'token:use')) throw ApiError.forbidden('Invoking this proxy needs an API key with the token:use permission.');
+      if (!hasPermission(caller, 'token:use')) {
+        throw ApiError.forbidden(caller.kind === 'member'
+          ? `Invoking this proxy needs the token:use permission, which the member's role (${caller.member?.role}) does not grant.`
+          : 'Invoking this proxy needs an API key with the token:use permission.');
+      }
       return caller;
     }
     const wait = buckets.take(`${entry.row.id}\u0000${inv.ip}`);

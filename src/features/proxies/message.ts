@@ -8,6 +8,7 @@
 import type { Readable } from 'node:stream';
 import secureJson from 'secure-json-parse';
 import { isTemplate } from '../../expressions/index.ts';
+import { CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE } from '../../http/cookies.ts';
 import { ApiError } from '../../http/errors.ts';
 import { assertDepth, MAX_BODY_DEPTH, nestsDeeperThan } from '../../http/json-body.ts';
 import { OutboundError } from '../../outbound/client.ts';
@@ -129,15 +130,38 @@ function connectionTokens(headers: Record<string, string | string[] | undefined>
   return new Set([value].flat().join(',').split(',').map((t) => t.trim().toLowerCase()).filter(Boolean));
 }
 
-/** The caller's headers minus Coffer's own (credentials, reserved) and hop-by-hop ones. */
+/**
+ * The caller's headers minus Coffer's own (credentials, reserved) and hop-by-hop ones. A
+ * signed-in member's browser sends Coffer's session cookies with every call to /proxy: they,
+ * and the X-CSRF-Token that goes with them, never reach a destination.
+ */
 export function forwardedHeaders(input: Record<string, string | string[] | undefined>): Record<string, string | string[]> {
   const listed = connectionTokens(input);
   const out: Record<string, string | string[]> = {};
+  let member = false;
   for (const [name, value] of Object.entries(input)) {
     if (value === undefined || RESERVED.has(name) || HOP_BY_HOP.has(name) || listed?.has(name)) continue;
+    if (name === 'cookie') {
+      const kept = withoutCofferCookies(value);
+      member ||= kept !== value;
+      if (kept) out.cookie = kept;
+      continue;
+    }
     out[name] = value;
   }
+  if (member) delete out[CSRF_HEADER];
   return out;
+}
+
+/** A Cookie header without Coffer's own cookies; undefined when nothing else is left. */
+function withoutCofferCookies(value: string | string[]): string | string[] | undefined {
+  const joined = [value].flat().join('; ');
+  if (!joined.includes(SESSION_COOKIE) && !joined.includes(CSRF_COOKIE)) return value;
+  const kept = joined.split(';').filter((pair) => {
+    const name = pair.slice(0, pair.indexOf('=')).trim();
+    return name !== SESSION_COOKIE && name !== CSRF_COOKIE;
+  });
+  return kept.length ? kept.map((p) => p.trim()).join('; ') : undefined;
 }
 
 /**

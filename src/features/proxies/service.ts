@@ -8,7 +8,7 @@ import type { Database } from '../../db/database.ts';
 import { uuidv4 } from '../../db/ids.ts';
 import type { Notifier } from '../../db/notifications.ts';
 import type { Principal } from '../../access/principal.ts';
-import type { Authenticator } from '../../http/auth.ts';
+import type { Authenticator, MemberAuthenticator } from '../../http/auth.ts';
 import { ApiError } from '../../http/errors.ts';
 import { applyMergePatch } from '../../http/merge-patch.ts';
 import { offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
@@ -44,6 +44,8 @@ export function createProxyService(deps: {
   outbound: OutboundClient;
   sandbox: Sandbox;
   authenticator: Authenticator;
+  /** Signed-in members, who may invoke proxies too (the console's "try it"). */
+  members?: MemberAuthenticator;
   applications: ApplicationService;
   detokenize: DetokenizeService;
   tokens: TokenService;

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { CSRF_COOKIE, CSRF_HEADER, parseCookies } from '../../http/cookies.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { TokenBuckets } from '../../http/rate-limit.ts';
 import { problem, Timestamp, Uuid } from '../../http/schemas.ts';
@@ -16,6 +17,7 @@ const SigninBody = Type.Object({
   email: Type.String({ minLength: 1, maxLength: 254 }),
   tenant_id: Type.Optional(Type.String({ format: 'uuid', description: 'The tenant to sign in to, for a member of several (default: the oldest membership)' })),
 }, { additionalProperties: false });
+const SwitchBody = Type.Object({ tenant_id: Type.String({ format: 'uuid', description: 'One of the tenants GET /me lists' }) }, { additionalProperties: false });
 const LinkQuery = Type.Object({ token: Type.String({ maxLength: 200 }) });
 const LinkForm = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: true });
 
@@ -94,7 +96,7 @@ export function registerSigninRoutes(app: FastifyInstance, deps: { signin: Signi
       const session = await signin.useLink(request.body.token);
       setSessionCookies(reply, session, secure());
       if (!wantsPage(request)) return reply.code(204).send();
-      return sendPage(reply, 200, page('Signed in', '<h1 id="signed-in">You are signed in</h1>\n<p><a href="../me">See your account</a> · <a href="../docs">API reference</a></p>'));
+      return sendPage(reply, 200, page('Signed in', '<h1 id="signed-in">You are signed in</h1>\n<p><a id="open-console" href="../console/">Open the console</a> · <a href="../me">Your account</a> · <a href="../docs">API reference</a></p>'));
     });
 
     r.post('/signout', {
@@ -110,5 +112,23 @@ export function registerSigninRoutes(app: FastifyInstance, deps: { signin: Signi
       config: { access: 'public' },
       schema: { tags, summary: 'The signed-in member (session cookie): the user, the tenant the session acts in, every tenant they belong to with their roles', response: { 200: MeSchema, 401: problem(401) } },
     }, async (request) => signin.me(sessionCookie(request)));
+
+    r.post('/me/tenant', {
+      config: { access: 'public' },
+      schema: {
+        tags,
+        summary: 'Switch the signed-in session to another tenant the user is a member of: new session cookies, the old session ends; answers as GET /me',
+        body: SwitchBody,
+        response: { 200: MeSchema, 400: problem(400), 401: problem(401), 403: problem(403), 413: problem(413), 415: problem(415) },
+      },
+    }, async (request, reply) => {
+      // Members only, with the CSRF header like every call a signed-in member makes.
+      const cookie = sessionCookie(request) ?? '';
+      const csrf = request.headers[CSRF_HEADER];
+      const current = await signin.authenticate(cookie, Array.isArray(csrf) ? csrf[0] : csrf, parseCookies(request.headers.cookie).get(CSRF_COOKIE));
+      const session = await signin.switchTenant(current, cookie, request.body.tenant_id.toLowerCase());
+      setSessionCookies(reply, session, secure());
+      return signin.me(session.cookie);
+    });
   });
 }

@@ -5,7 +5,7 @@ import type { Logger } from '../../logger.ts';
 import type { MailService } from '../../mail/index.ts';
 import { newLinkSecret, parseLinkSecret, secretMatches } from '../../vault/link-secrets.ts';
 import type { LogService } from '../logs/service.ts';
-import { rolePermissions } from '../members/roles.ts';
+import { memberPrincipal, rolePermissions } from '../members/roles.ts';
 import type { MemberRole, MemberService } from '../members/service.ts';
 import type { TenantService } from '../tenants/service.ts';
 import { presentUser, type UserService } from '../users/service.ts';
@@ -48,18 +48,7 @@ export function createSigninService(deps: {
   const { db, logs, mail, members, users, tenants, log, now } = deps;
 
   function principalOf(s: SessionRow & { role: string }): Principal {
-    return {
-      kind: 'member',
-      tenantId: s.tenant_id,
-      actorId: s.user_id,
-      applicationId: '',
-      applicationType: 'management',
-      keyId: undefined,
-      permissions: rolePermissions(s.role as MemberRole),
-      rules: [],
-      expiresAt: s.expires_at,
-      member: { id: s.member_id, userId: s.user_id, role: s.role },
-    };
+    return memberPrincipal({ tenantId: s.tenant_id, userId: s.user_id, memberId: s.member_id, role: s.role as MemberRole, expiresAt: s.expires_at });
   }
 
   /** The live session a cookie names, or undefined (unknown, wrong secret, expired, member removed). */
@@ -120,6 +109,27 @@ export function createSigninService(deps: {
         session_expires_at: s.expires_at.toISOString(),
         tenants: memberships.map((m) => ({ id: m.tenant_id, name: m.tenant_name, role: m.role, member_id: m.member_id })),
       };
+    },
+
+    /**
+     * POST /me/tenant: the signed-in user acts in another of their tenants from now on. A new
+     * session starts there (new cookies) and the one the request came with ends, in one transaction.
+     */
+    async switchTenant(current: Principal, cookie: string, tenantId: string): Promise<StartedSession> {
+      const userId = current.member?.userId ?? current.actorId;
+      const member = await members.ofUser(tenantId, userId);
+      if (!member) throw ApiError.field('body.tenant_id', 'is not a tenant you are a member of (GET /me lists yours)');
+      const old = parseLinkSecret(cookie);
+      return db.transaction(async (tx) => {
+        const session = await this.startSession(member, tx);
+        if (old) await deleteSession(db, old.id, tx);
+        await logs.record(
+          memberPrincipal({ tenantId, userId, memberId: member.id, role: member.role }),
+          { entityType: 'tenant_member', entityId: member.id, operation: 'signin', message: `Member switched here from tenant ${current.tenantId}` },
+          tx,
+        );
+        return session;
+      });
     },
 
     /** Ends the session the cookie names, if any. */

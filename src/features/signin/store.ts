@@ -20,8 +20,8 @@ export function findSession(db: Database, id: string): Promise<(SessionRow & { r
   );
 }
 
-export async function deleteSession(db: Database, id: string): Promise<void> {
-  await db.query(`DELETE FROM member_sessions WHERE id = $1`, [id]);
+export async function deleteSession(db: Database, id: string, tx?: Tx): Promise<void> {
+  await db.query(`DELETE FROM member_sessions WHERE id = $1`, [id], tx);
 }
 
 export async function deleteExpiredSessions(db: Database, now: Date): Promise<number> {

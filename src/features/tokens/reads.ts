@@ -10,6 +10,7 @@ import type { AuditEntry } from '../logs/service.ts';
 import { listTokens, listTokensAfter, searchCondition, type TokenFilter, type TokenRow } from './store.ts';
 import type { ListQuery, TokenCore, TokenView } from './service.ts';
 import { CONTAINER_MESSAGE } from './prepare.ts';
+import { revealAllowed } from '../members/roles.ts';
 
 /**
  * Reading tokens: one by id, lists and search (each token shown through the transform the
@@ -94,9 +95,19 @@ export function createTokenReads(core: TokenCore) {
 
   return {
 
-    async get(principal: Principal, id: string): Promise<TokenView> {
+    /**
+     * One token as the caller's rules show it, or — `reveal`, for a signed-in OWNER or ADMIN
+     * member, whose rules mask — in plaintext, audited as a reveal like any read of plaintext.
+     */
+    async get(principal: Principal, id: string, opts: { reveal?: boolean } = {}): Promise<TokenView> {
+      if (opts.reveal) checkReveal(principal);
       const [row] = await load(principal.tenantId, [id]);
       if (!row) throw ApiError.notFound('token');
+      if (opts.reveal && accessTo(principal, 'token:read', row)) {
+        const v = await view(principal, row, 'reveal');
+        await logReveals(principal, [v], 'reveal');
+        return v;
+      }
       const [v] = await readable(principal, [row]);
       if (!v) throw ApiError.forbidden(`The API key lacks token:read on the container of token ${id}.`);
       return v;
@@ -197,6 +208,15 @@ export function createTokenReads(core: TokenCore) {
 }
 
 /** The audit entry of token data shown in plaintext (a read, a search, a replay of either). */
+/**
+ * `?reveal=true` is the console's explicit "show the plaintext": only a member whose role
+ * allows it may ask. An application key sees what its rules' transforms give, always.
+ */
+function checkReveal(principal: Principal): void {
+  if (principal.kind !== 'member') throw ApiError.field('query.reveal', 'is for signed-in members: an API key sees token data as its access rules\' transforms give it');
+  if (!revealAllowed(principal.member?.role ?? '')) throw ApiError.forbidden(`The member's role (${principal.member?.role}) may not reveal token data: ask an ADMIN or the OWNER.`);
+}
+
 export function revealEntry(tokenId: string, operation: string): AuditEntry {
   return { entityType: 'token', entityId: tokenId, operation, message: `Token data revealed (${operation})` };
 }

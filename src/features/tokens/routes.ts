@@ -10,6 +10,9 @@ import type { TokenService } from './service.ts';
 
 const tags = ['tokens'];
 const Params = Type.Object({ id: TokenId });
+const GetTokenQuery = Type.Object({
+  reveal: Type.Optional(Type.Boolean({ description: 'For a signed-in OWNER or ADMIN member: show the plaintext instead of the mask (audited as a reveal). API keys see what their rules give.' })),
+});
 /** Token creation by public and session keys over PUBLIC_TOKEN_CREATE_* (docs/vault.md). */
 const CREATE_RATE = { 429: problem(429, undefined, RETRY_AFTER) };
 
@@ -61,8 +64,8 @@ export function registerTokenRoutes(app: FastifyInstance, tokens: TokenService):
 
   r.get('/tokens/:id', {
     config: { access: { permissions: ['token:read'] } },
-    schema: { tags, summary: 'Get a token', params: Params, response: { 200: TokenSchema, ...problems(404) } },
-  }, async (request) => presentToken(await tokens.get(principalOf(request), request.params.id)));
+    schema: { tags, summary: 'Get a token', params: Params, querystring: GetTokenQuery, response: { 200: TokenSchema, ...problems(404) } },
+  }, async (request) => presentToken(await tokens.get(principalOf(request), request.params.id, { reveal: request.query.reveal })));
 
   r.patch('/tokens/:id', {
     config: { access: { permissions: ['token:update'] } },
