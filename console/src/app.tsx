@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiProblem, setUnauthorizedHandler } from './api.ts';
+import { api, ApiProblem, csrfToken, setUnauthorizedHandler } from './api.ts';
 import { Loading } from './components/bits.tsx';
 import { ProblemBanner } from './components/problem.tsx';
 import { SECTIONS } from './nav.ts';
@@ -49,7 +49,9 @@ export function App() {
     );
   useEffect(() => {
     setUnauthorizedHandler(() => { setMe(undefined); setState('signed-out'); });
-    void load();
+    // Without the CSRF cookie there is no session: no need to ask (and be answered 401).
+    if (csrfToken()) void load();
+    else setState('signed-out');
     return () => setUnauthorizedHandler(undefined);
   }, []);
   if (state === 'loading') return <main class="signin"><Loading /></main>;
