@@ -15,7 +15,7 @@ export function RulesEditor(props: { applicationType: string; rules: AccessRule[
   return (
     <fieldset class="rules">
       <legend>Access rules</legend>
-      <p class="hint">Optional. Without rules, the permissions above apply to every token. A rule limits them to a container and conditions; the lowest priority number wins.</p>
+      <p class="hint">Optional. A rule grants its permissions on the tokens of a container (narrowed by conditions), with a transform for their data. See the <a href="../docs/guides/vault" target="_blank" rel="noopener">vault guide</a>.</p>
       {rules.map((rule, i) => {
         const at = `body.rules[${i}]`;
         const id = (f: string) => `rule-${i}-${f}`;
