@@ -1,18 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/preact';
 import { ApplicationCreate } from '../src/pages/applications/create.tsx';
-
-/** A problem+json answer as Coffer sends it (src/http/errors.ts). */
-function problem(status: number, detail: string, errors?: Record<string, string[]>) {
-  return new Response(JSON.stringify({ type: 'about:blank', title: 'Bad Request', status, detail, errors, request_id: 'r' }), {
-    status,
-    headers: { 'content-type': 'application/problem+json' },
-  });
-}
-
-function json(body: unknown, status = 200) {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
-}
+import { json, problem } from './helpers.tsx';
 
 afterEach(() => {
   cleanup();

@@ -30,7 +30,7 @@ export function SigninPage() {
             </div>
           </section>
         ) : (
-          <form onSubmit={(e) => { e.preventDefault(); void submit(); }}>
+          <form noValidate onSubmit={(e) => { e.preventDefault(); void submit(); }}>
             <h1>Sign in</h1>
             <p class="muted">We e-mail you a link that signs you in. No password.</p>
             <ProblemBanner error={Object.keys(fieldErrors).length ? undefined : error} />
