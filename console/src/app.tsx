@@ -114,7 +114,8 @@ function Layout(props: { me: Me; onMe: (m: Me) => void; onSignedOut: () => void 
       </nav>
       <main class="content" id="main">
         <ProblemBanner error={switchError} />
-        <Page route={route} />
+        {/* A tenant switch remounts the page: nothing loaded for the other tenant stays. */}
+        <Page key={me.tenant_id} route={route} />
       </main>
     </div>
   );

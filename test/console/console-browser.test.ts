@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.ts';
+import { call, createOtherTenant } from '../helpers/http.ts';
 import { rememberSecret, startTestServer, type TestServer } from '../helpers/server.ts';
 import { startSmtpServer, type TestSmtpServer } from '../helpers/smtp.ts';
 import { until } from '../helpers/until.ts';
@@ -238,6 +239,32 @@ describe('the console in a browser', () => {
     await page.getByRole('cell', { name: 'reveal', exact: true }).waitFor();
     await shot(page, 'logs');
     await fitsTheScreen(page);
+    assert.deepEqual(problems, []);
+  });
+
+  it('switches tenants for an owner who is a member of another one too', async () => {
+    const { page } = owner;
+    const other = await createOtherTenant(server);
+    const before = smtp.received.length;
+    const invited = await call(server, 'POST', '/tenants/self/invitations', { key: other.api_key, body: { email: OWNER } });
+    assert.equal(invited.status, 201, invited.text);
+    await page.goto(await mailLink(OWNER, '/invitations/accept', before));
+    await page.getByLabel('First name').fill('Olive');
+    await page.getByLabel('Last name').fill('Owner');
+    await page.getByRole('button', { name: 'Accept and join' }).click();
+    await page.locator('#open-console').click();
+    await page.getByRole('heading', { name: /Welcome/ }).waitFor();
+    // Accepting signed the owner in to the other tenant, as ADMIN there.
+    assert.match(await page.locator('.topbar').innerText(), /ADMIN/);
+    await page.getByLabel('Tenant').selectOption({ label: 'Default (OWNER)' });
+    await page.locator('.topbar .role', { hasText: 'OWNER' }).waitFor();
+    await page.getByRole('heading', { name: /Welcome/ }).waitFor();
+    assert.match(await page.locator('main').innerText(), /signed in to Default as OWNER/);
+    // Nothing loaded for the other tenant stays on the page: its one application was the "start here" case.
+    assert.equal(await page.getByText('Start here').count(), 0);
+    await shot(page, 'tenant-switched');
+    await go(page, 'tokens');
+    await page.getByRole('link', { name: tokenId }).waitFor();
     assert.deepEqual(problems, []);
   });
 
