@@ -67,9 +67,9 @@ describe('the console in a browser', () => {
     const page = await context.newPage();
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     page.on('console', (m) => {
-      // A refused request the page expects (a 400 to show on a form, the reactor's 422, the READ_ONLY member's 403)
+      // A refused request the page expects (a 400 to show on a form, a 404 looked up, the reactor's 422, the READ_ONLY member's 403)
       // is reported by the browser too; anything else, a CSP refusal first of all, is a problem.
-      if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of (400|403|422)/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of (400|403|404|422)/.test(m.text())) problems.push(`console: ${m.text()}`);
       if (/Content.Security.Policy|Refused to/i.test(m.text())) problems.push(`csp: ${m.text()}`);
     });
     return { context, page };
@@ -149,6 +149,21 @@ describe('the console in a browser', () => {
     await shot(page, 'application-detail');
   });
 
+  it('adds a webhook: its signing secret is shown once', async () => {
+    const { page } = owner;
+    await go(page, 'webhooks');
+    await page.getByText('No webhooks yet').waitFor();
+    await page.getByRole('link', { name: 'New webhook' }).click();
+    await page.getByLabel('token.created').waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('Events');
+    await page.getByLabel('URL', { exact: true }).fill(`${echoUrl}/events`);
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    const secret = await page.getByTestId('secret-value').innerText();
+    rememberSecret(secret);
+    assert.match(secret, /^whsec_/);
+    await shot(page, 'webhook-created');
+  });
+
   it('creates a token, shows it masked, and reveals it on request', async () => {
     const { page } = owner;
     await go(page, 'tokens/new');
@@ -221,6 +236,26 @@ describe('the console in a browser', () => {
     assert.equal(body.csrf, null);
     assert.ok(echoed.every((e) => !JSON.stringify(e.headers).includes('coffer_')));
     await shot(page, 'proxy-try');
+  });
+
+  it('shows the webhook\'s deliveries, and the payments pages', async () => {
+    const { page } = owner;
+    await go(page, 'webhooks');
+    await page.getByRole('link', { name: 'Events' }).click();
+    // The token made above was delivered to the echo server.
+    await until(async () => {
+      await page.reload();
+      return (await page.getByRole('cell', { name: 'token.created' }).count()) > 0;
+    }, 'a delivery of token.created', 20_000);
+    await shot(page, 'webhook-deliveries');
+    await go(page, 'transactions');
+    await page.getByText('No transactions').waitFor();
+    await shot(page, 'transactions');
+    await go(page, 'lookup');
+    await page.getByLabel('Token intent ID').fill('0194b1e2-0000-7000-8000-000000000000');
+    await page.getByRole('button', { name: 'Look up' }).nth(1).click();
+    await page.getByText(/Not Found \(404\)/).waitFor();
+    await shot(page, 'lookup');
   });
 
   it('invites a READ_ONLY member and reads the logs', async () => {
