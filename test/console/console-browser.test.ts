@@ -337,6 +337,14 @@ describe('the console in a browser', () => {
     }, tokenId);
     assert.equal(status, 403);
 
+    await go(page, 'reactors');
+    await page.getByRole('link', { name: 'Greeter' }).click();
+    await page.getByTestId('editor-reactor-code').locator('.cm-content').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Save' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Run' }).count(), 0);
+    await fitsTheScreen(page);
+    await shot(page, 'phone-reactor');
+
     await go(page, 'members');
     await page.getByRole('cell', { name: OWNER }).waitFor();
     assert.equal(await page.getByRole('button', { name: 'Send invitation' }).count(), 0);

@@ -1,7 +1,8 @@
 import { useEffect, useRef } from 'preact/hooks';
-import { basicSetup, EditorView } from 'codemirror';
-import { javascript } from '@codemirror/lang-javascript';
-import { EditorState } from '@codemirror/state';
+import type { EditorView } from 'codemirror';
+
+/** CodeMirror is most of the console's weight: loaded (a chunk of its own) by the first page with an editor. */
+const loadCodeMirror = () => Promise.all([import('codemirror'), import('@codemirror/lang-javascript'), import('@codemirror/state')]);
 
 /**
  * A JavaScript editor with syntax highlighting (CodeMirror 6). CodeMirror writes its styles
@@ -14,34 +15,43 @@ export function CodeEditor(props: { value: string; onChange?: (v: string) => voi
   const view = useRef<EditorView | null>(null);
   const onChange = useRef(props.onChange);
   onChange.current = props.onChange;
+  const valueRef = useRef(props.value);
+  valueRef.current = props.value;
 
   useEffect(() => {
-    const el = host.current!;
-    const root = el.shadowRoot ?? el.attachShadow({ mode: 'open' });
-    const v = new EditorView({
-      root,
-      parent: root,
-      state: EditorState.create({
-        doc: props.value,
-        extensions: [
-          basicSetup,
-          javascript(),
-          EditorState.readOnly.of(!!props.readOnly),
-          EditorView.contentAttributes.of({ 'aria-label': props.label, id: props.id }),
-          EditorView.updateListener.of((u) => {
-            if (u.docChanged) onChange.current?.(u.state.doc.toString());
-          }),
-          EditorView.theme({
-            '&': { fontSize: '13px', minHeight: '220px' },
-            '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', minHeight: '220px' },
-            '&.cm-focused': { outline: '3px solid #7aa7f5' },
-          }),
-        ],
-      }),
+    let v: EditorView | undefined;
+    let gone = false;
+    void loadCodeMirror().then(([{ basicSetup, EditorView }, { javascript }, { EditorState }]) => {
+      if (gone) return;
+      const el = host.current!;
+      const root = el.shadowRoot ?? el.attachShadow({ mode: 'open' });
+      v = new EditorView({
+        root,
+        parent: root,
+        state: EditorState.create({
+          // The value now, whatever changed while CodeMirror loaded.
+          doc: valueRef.current,
+          extensions: [
+            basicSetup,
+            javascript(),
+            EditorState.readOnly.of(!!props.readOnly),
+            EditorView.contentAttributes.of({ 'aria-label': props.label, id: props.id }),
+            EditorView.updateListener.of((u) => {
+              if (u.docChanged) onChange.current?.(u.state.doc.toString());
+            }),
+            EditorView.theme({
+              '&': { fontSize: '13px', minHeight: '220px' },
+              '.cm-scroller': { fontFamily: 'ui-monospace, SFMono-Regular, Menlo, Consolas, monospace', minHeight: '220px' },
+              '&.cm-focused': { outline: '3px solid #7aa7f5' },
+            }),
+          ],
+        }),
+      });
+      view.current = v;
     });
-    view.current = v;
     return () => {
-      v.destroy();
+      gone = true;
+      v?.destroy();
       view.current = null;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -56,7 +66,3 @@ export function CodeEditor(props: { value: string; onChange?: (v: string) => voi
   return <div ref={host} class={props.invalid ? 'editor-host invalid' : 'editor-host'} data-testid={`editor-${props.id}`} />;
 }
 
-/** The editor's text, for a test driving the page (the editor is in a shadow root). */
-export function editorText(el: Element): string {
-  return el.shadowRoot?.querySelector('.cm-content')?.textContent ?? '';
-}

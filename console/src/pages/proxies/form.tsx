@@ -66,7 +66,7 @@ export function ProxyForm(props: { initial?: Proxy; submitLabel: string; readOnl
         <label for="proxy-auth">Callers need an API key with token:use (off: the proxy key alone is enough)</label>
       </div>
       <FormField label="Application" path="body.application.id" errors={errors} id="proxy-app" hint="Detokenizes for anonymous callers; the transforms' bt SDK">
-        <ApplicationSelect id="proxy-app" value={appId} onChange={setAppId} />
+        <ApplicationSelect id="proxy-app" value={appId} onChange={setAppId} disabled={ro} />
       </FormField>
       <div class="check">
         <input type="checkbox" id="proxy-req-on" checked={reqOn} disabled={ro} onChange={(e) => setReqOn(e.currentTarget.checked)} />

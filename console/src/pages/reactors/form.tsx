@@ -44,7 +44,7 @@ export function ReactorForm(props: {
           <input id="reactor-name" value={name} readOnly={props.readOnly} onInput={(e) => setName(e.currentTarget.value)} />
         </FormField>
         <FormField label="Application" path="body.application.id" errors={errors} id="reactor-app" hint="Its permissions are the code's bt SDK's; none: bt is null">
-          <ApplicationSelect id="reactor-app" value={appId} onChange={setAppId} />
+          <ApplicationSelect id="reactor-app" value={appId} onChange={setAppId} disabled={props.readOnly} />
         </FormField>
       </div>
       <EditorField label="Code" path="body.code" errors={errors} id="reactor-code" value={code} onChange={setCode} readOnly={props.readOnly} hint="CommonJS: module.exports = async function ({ args, configuration, bt }) { return { raw: … }; }" />
