@@ -9,7 +9,7 @@ import preact from '@preact/preset-vite';
  */
 const target = process.env.COFFER_URL ?? 'http://localhost:8080';
 // Every API path the console calls, for the development server (same origin, so cookies work).
-const API = ['/me', '/signin', '/signout', '/applications', '/permissions', '/tokens', '/v2', '/reactors', '/proxies', '/proxy', '/webhooks', '/logs', '/tenants', '/transactions', '/refunds', '/3ds', '/token-intents', '/connections'];
+const API = ['/me', '/signin', '/signout', '/applications', '/permissions', '/tokens', '/v2', '/reactors', '/proxies', '/proxy', '/webhooks', '/logs', '/tenants', '/orchestration', '/3ds', '/token-intents'];
 
 export default defineConfig({
   root: import.meta.dirname,

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiProblem, csrfToken, setUnauthorizedHandler } from './api.ts';
 import { Loading } from './components/bits.tsx';
 import { ProblemBanner } from './components/problem.tsx';
@@ -69,8 +69,14 @@ function Layout(props: { me: Me; onMe: (m: Me) => void; onSignedOut: () => void 
   const route = useRoute();
   const [navOpen, setNavOpen] = useState(false);
   const [switchError, setSwitchError] = useState<unknown>();
-  // A new page closes the menu (on a phone it covers the page).
-  useEffect(() => setNavOpen(false), [route.parts.join('/')]);
+  // A new page closes the menu (on a phone it covers the page) and takes the focus, so that a
+  // keyboard or screen reader user starts at the page, not at the link they followed.
+  const first = useRef(true);
+  useEffect(() => {
+    setNavOpen(false);
+    if (first.current) first.current = false;
+    else document.getElementById('main')?.focus();
+  }, [route.parts.join('/')]);
   const current = route.parts[0] ?? '';
   const tenant = me.tenants.find((t) => t.id === me.tenant_id);
   const switchTenant = async (tenantId: string) => {
@@ -112,7 +118,7 @@ function Layout(props: { me: Me; onMe: (m: Me) => void; onSignedOut: () => void 
           ))}
         </ul>
       </nav>
-      <main class="content" id="main">
+      <main class="content" id="main" tabIndex={-1}>
         <ProblemBanner error={switchError} />
         {/* A tenant switch remounts the page: nothing loaded for the other tenant stays. */}
         <Page key={me.tenant_id} route={route} />

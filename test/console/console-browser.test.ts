@@ -78,7 +78,7 @@ describe('the console in a browser', () => {
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
 
   async function fitsTheScreen(page: Page): Promise<void> {
-    const [scroll, client] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+    const [scroll, client] = (await page.evaluate('[document.documentElement.scrollWidth, document.documentElement.clientWidth]')) as number[];
     assert.ok(scroll <= client, `no sideways scrolling (${scroll} > ${client})`);
   }
 
@@ -331,10 +331,11 @@ describe('the console in a browser', () => {
     await fitsTheScreen(page);
     await shot(page, 'phone-token');
     // Asked anyway, with the member's session: the API refuses it.
-    const status = await page.evaluate(async (id) => {
-      const csrf = /coffer_csrf=([^;]*)/.exec(document.cookie)?.[1] ?? '';
-      return (await fetch(`../tokens/${id}?reveal=true`, { headers: { 'x-csrf-token': decodeURIComponent(csrf) } })).status;
-    }, tokenId);
+    // Evaluated in the page (a string: the test's own code has no DOM types).
+    const status = (await page.evaluate(`(async () => {
+      const csrf = decodeURIComponent(/coffer_csrf=([^;]*)/.exec(document.cookie)?.[1] ?? '');
+      return (await fetch('../tokens/${tokenId}?reveal=true', { headers: { 'x-csrf-token': csrf } })).status;
+    })()`)) as number;
     assert.equal(status, 403);
 
     await go(page, 'reactors');
