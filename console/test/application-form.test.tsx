@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/preact';
 import { ApplicationCreate } from '../src/pages/applications/create.tsx';
-import { json, problem } from './helpers.tsx';
+import { json, problem, stubFetch } from './helpers.tsx';
 
 afterEach(() => {
   cleanup();
@@ -40,5 +40,21 @@ describe('the application form shows the API\'s messages on the fields they name
     fireEvent.click(screen.getByRole('button', { name: 'Create application' }));
     expect(await screen.findByText('key_secret_value')).toBeTruthy();
     expect(screen.getByRole('button', { name: 'Copy' })).toBeTruthy();
+  });
+});
+
+describe('the access rules editor', () => {
+  it('puts body.rules[0].priority under rule 1\'s Priority, and a rule-level message at the end with its path', async () => {
+    stubFetch((url) => (url.includes('/permissions')
+      ? json([{ type: 'token:read', description: 'Read tokens', application_types: ['private'] }])
+      : problem(400, 'The request is invalid.', { 'body.rules[0].priority': ['must be >= 1'], 'body.rules[0]': ['must NOT have additional properties'] })));
+    render(<ApplicationCreate />);
+    fireEvent.input(screen.getByLabelText('Name'), { target: { value: 'Back end' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Add a rule' }));
+    fireEvent.input(screen.getByLabelText('Priority'), { target: { value: '0' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Create application' }));
+    await waitFor(() => expect(screen.getByLabelText('Priority').closest('.field')!.textContent).toContain('must be >= 1'));
+    const leftover = screen.getByText('body.rules[0]', { selector: 'code' }).closest('li')!;
+    expect(leftover.textContent).toContain('must NOT have additional properties');
   });
 });

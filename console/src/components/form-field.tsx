@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import type { FieldErrors } from '../api.ts';
+import { errorsUnder, type FieldErrors } from '../api.ts';
 
 let next = 0;
 /** A stable, unique id for a field's input, so that its label and its messages are tied to it. */
@@ -9,7 +9,8 @@ export function fieldId(path: string): string {
 
 /**
  * One form field: its label, the input (a child, given `id`), a hint, and the API's own messages
- * for the field path it names (`body.name`): a problem+json's `errors[path]` shows here.
+ * for the field path it names (`body.name`): a problem+json's `errors[path]` shows here, and
+ * those of the paths inside it with their place (`body.data.number` under Data as `number: …`).
  */
 export function FormField(props: {
   label: string;
@@ -19,7 +20,7 @@ export function FormField(props: {
   id: string;
   children: ComponentChildren;
 }) {
-  const messages = props.errors?.[props.path] ?? [];
+  const messages = props.errors ? errorsUnder(props.errors, props.path) : [];
   const errorId = `${props.id}-errors`;
   return (
     <div class={messages.length ? 'field field-invalid' : 'field'}>
@@ -35,10 +36,17 @@ export function FormField(props: {
   );
 }
 
-/** The messages for several paths (a whole section, the paths no field shows), listed with their paths. */
-export function FieldMessages(props: { errors: FieldErrors; paths?: string[]; prefix?: string }) {
-  const entries = Object.entries(props.errors).filter(([k]) =>
-    props.paths ? props.paths.includes(k) : props.prefix ? k === props.prefix || k.startsWith(`${props.prefix}.`) || k.startsWith(`${props.prefix}[`) : true);
+/** Whether `path` is one of `paths` or inside one of them. */
+export function isUnder(path: string, paths: string[]): boolean {
+  return paths.some((p) => path === p || path.startsWith(`${p}.`) || path.startsWith(`${p}[`));
+}
+
+/**
+ * The messages no field of the form shows: every path that is not one of `except` nor inside
+ * one, listed with its path, so that no message the API sent is ever lost.
+ */
+export function FieldMessages(props: { errors: FieldErrors; except: string[] }) {
+  const entries = Object.entries(props.errors).filter(([k]) => !isUnder(k, props.except));
   if (!entries.length) return null;
   return (
     <ul class="field-errors" role="alert">

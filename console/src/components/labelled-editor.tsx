@@ -1,9 +1,9 @@
-import type { FieldErrors } from '../api.ts';
+import { errorsUnder, type FieldErrors } from '../api.ts';
 import { CodeEditor } from './code-editor.tsx';
 
 /** A code editor as a form field: its label, and the API's messages for its path (`body.code`). */
 export function EditorField(props: { label: string; path: string; errors: FieldErrors; id: string; value: string; onChange: (v: string) => void; readOnly?: boolean; hint?: string }) {
-  const messages = props.errors[props.path] ?? [];
+  const messages = errorsUnder(props.errors, props.path);
   return (
     <div class={messages.length ? 'field field-invalid' : 'field'}>
       <span class="label" id={`${props.id}-label`}>{props.label}</span>

@@ -50,7 +50,7 @@ export function LogsPage(props: { query: URLSearchParams }) {
         </FormField>
         <button type="submit">Filter</button>
       </form>
-      <FieldMessages errors={errors} paths={Object.keys(errors).filter((k) => !shown.includes(k))} />
+      <FieldMessages errors={errors} except={shown} />
       {Object.keys(errors).length === 0 && <ProblemBanner error={error} />}
       {loading && !data && <Loading />}
       {data && data.data.length === 0 && <EmptyState title="Nothing logged matches">Every change to the tenant is written here: try wider filters.</EmptyState>}

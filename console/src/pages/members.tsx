@@ -78,7 +78,7 @@ export function MembersPage() {
               </select>
             </FormField>
           </div>
-          <FieldMessages errors={invite.fieldErrors} paths={Object.keys(invite.fieldErrors).filter((k) => k !== 'body.email' && k !== 'body.role')} />
+          <FieldMessages errors={invite.fieldErrors} except={['body.email', 'body.role']} />
           <button type="submit" disabled={invite.busy}>{invite.busy ? 'Inviting…' : 'Send invitation'}</button>
         </form>
       )}

@@ -23,8 +23,10 @@ export function ApplicationForm(props: {
 }) {
   const [d, setD] = useState(props.initial);
   const errors = props.fieldErrors;
-  const shown = ['body.name', 'body.type', 'body.permissions', 'body.rules', 'body.create_key'];
-  const unshown = Object.keys(errors).filter((k) => !shown.some((s) => k === s || k.startsWith(`${s}[`) || k.startsWith(`${s}.`)));
+  // What the fields show; the rules editor shows each rule's own fields (not shown for management).
+  const ruleFields = ['priority', 'container', 'transform', 'description', 'conditions', 'permissions'];
+  const shown = ['body.name', 'body.type', 'body.permissions', 'body.create_key',
+    ...(d.type === 'management' ? [] : d.rules.flatMap((_, i) => ruleFields.map((f) => `body.rules[${i}].${f}`)))];
   return (
     <form class="form" onSubmit={(e) => { e.preventDefault(); props.onSubmit(d); }} noValidate>
       <ProblemBanner error={props.error} />
@@ -40,14 +42,13 @@ export function ApplicationForm(props: {
       )}
       <PermissionPicker legend="Permissions" applicationType={d.type} value={d.permissions} onChange={(permissions) => setD({ ...d, permissions })} errors={errorsUnder(errors, 'body.permissions')} idPrefix="app-perm" />
       {d.type !== 'management' && <RulesEditor applicationType={d.type} rules={d.rules} onChange={(rules) => setD({ ...d, rules })} errors={errors} />}
-      {errorsUnder(errors, 'body.rules').length > 0 && Object.keys(errors).includes('body.rules') && <FieldMessages errors={errors} paths={['body.rules']} />}
       {props.mode === 'create' && (
         <div class="check">
           <input type="checkbox" id="app-create-key" checked={d.create_key} onChange={(e) => setD({ ...d, create_key: e.currentTarget.checked })} />
           <label for="app-create-key">Create a key now</label>
         </div>
       )}
-      <FieldMessages errors={errors} paths={unshown} />
+      <FieldMessages errors={errors} except={shown} />
       <div class="row">
         <button type="submit" disabled={props.busy}>{props.busy ? 'Saving…' : props.mode === 'create' ? 'Create application' : 'Save'}</button>
         {props.onCancel && <button type="button" class="secondary" onClick={props.onCancel}>Cancel</button>}

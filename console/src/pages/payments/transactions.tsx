@@ -66,7 +66,7 @@ function TransactionList() {
         </FormField>
         <button type="submit">Filter</button>
       </form>
-      <FieldMessages errors={errors} paths={Object.keys(errors).filter((k) => !['query.status', 'query.external_identifier', 'query.amount_gte', 'query.amount_lte'].includes(k) && !k.startsWith('query.status['))} />
+      <FieldMessages errors={errors} except={['query.status', 'query.external_identifier', 'query.amount_gte', 'query.amount_lte']} />
       {Object.keys(errors).length === 0 && <ProblemBanner error={error} />}
       {loading && !data && <Loading />}
       {data && data.data.length === 0 && <EmptyState title="No transactions">Transactions appear here once your back end creates them (POST /orchestration/transactions, with a connection to a processor).</EmptyState>}

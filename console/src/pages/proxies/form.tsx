@@ -34,7 +34,7 @@ export function ProxyForm(props: { initial?: Proxy; submitLabel: string; readOnl
   const [config, setConfig] = useState(p?.configuration ? JSON.stringify(p.configuration, null, 2) : '');
   const [local, setLocal] = useState<FieldErrors>({});
   const errors = { ...props.fieldErrors, ...local };
-  const shown = ['body.name', 'body.destination_url', 'body.require_auth', 'body.request_transform.code', 'body.response_transform.code', 'body.response_transform.matcher', 'body.response_transform.replacement', 'body.response_transform.expression', 'body.application.id', 'body.configuration'];
+  const shown = ['body.name', 'body.destination_url', 'body.require_auth', 'body.request_transform', 'body.response_transform.type', 'body.response_transform.code', 'body.response_transform.matcher', 'body.response_transform.replacement', 'body.response_transform.expression', 'body.application', 'body.configuration'];
   const ro = props.readOnly;
   const submit = (e: Event) => {
     e.preventDefault();
@@ -65,15 +65,15 @@ export function ProxyForm(props: { initial?: Proxy; submitLabel: string; readOnl
         <input type="checkbox" id="proxy-auth" checked={requireAuth} disabled={ro} onChange={(e) => setRequireAuth(e.currentTarget.checked)} />
         <label for="proxy-auth">Callers need an API key with token:use (off: the proxy key alone is enough)</label>
       </div>
-      <FormField label="Application" path="body.application.id" errors={errors} id="proxy-app" hint="Detokenizes for anonymous callers; the transforms' bt SDK">
+      <FormField label="Application" path="body.application" errors={errors} id="proxy-app" hint="Detokenizes for anonymous callers; the transforms' bt SDK">
         <ApplicationSelect id="proxy-app" value={appId} onChange={setAppId} disabled={ro} />
       </FormField>
       <div class="check">
         <input type="checkbox" id="proxy-req-on" checked={reqOn} disabled={ro} onChange={(e) => setReqOn(e.currentTarget.checked)} />
         <label for="proxy-req-on">Request transform (code run on the request before it is forwarded)</label>
       </div>
-      {reqOn && <EditorField label="Request transform code" path="body.request_transform.code" errors={errors} id="proxy-req-code" value={reqCode} onChange={setReqCode} readOnly={ro} />}
-      <FormField label="Response transform" path="body.response_transform" errors={errors} id="proxy-res-type">
+      {reqOn && <EditorField label="Request transform code" path="body.request_transform" errors={errors} id="proxy-req-code" value={reqCode} onChange={setReqCode} readOnly={ro} />}
+      <FormField label="Response transform" path="body.response_transform.type" errors={errors} id="proxy-res-type">
         <select id="proxy-res-type" value={resType} disabled={ro} onChange={(e) => setResType(e.currentTarget.value as '' | 'code' | 'mask')}>
           <option value="">None</option>
           <option value="code">Code</option>
@@ -102,7 +102,7 @@ export function ProxyForm(props: { initial?: Proxy; submitLabel: string; readOnl
       <FormField label="Configuration (JSON object of strings, stored encrypted)" path="body.configuration" errors={errors} id="proxy-config">
         <textarea id="proxy-config" class="short" value={config} readOnly={ro} onInput={(e) => setConfig(e.currentTarget.value)} spellcheck={false} />
       </FormField>
-      <FieldMessages errors={errors} paths={Object.keys(errors).filter((k) => !shown.includes(k))} />
+      <FieldMessages errors={errors} except={shown} />
       {!ro && <div class="row"><button type="submit" disabled={props.busy}>{props.busy ? 'Saving…' : props.submitLabel}</button></div>}
     </form>
   );

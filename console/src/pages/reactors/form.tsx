@@ -24,7 +24,7 @@ export function ReactorForm(props: {
   const [appId, setAppId] = useState(props.initial.applicationId);
   const [local, setLocal] = useState<FieldErrors>({});
   const errors = { ...props.fieldErrors, ...local };
-  const shown = ['body.name', 'body.code', 'body.configuration', 'body.application', 'body.application.id'];
+  const shown = ['body.name', 'body.code', 'body.configuration', 'body.application'];
   return (
     <form class="form" noValidate onSubmit={(e) => {
       e.preventDefault();
@@ -43,7 +43,7 @@ export function ReactorForm(props: {
         <FormField label="Name" path="body.name" errors={errors} id="reactor-name">
           <input id="reactor-name" value={name} readOnly={props.readOnly} onInput={(e) => setName(e.currentTarget.value)} />
         </FormField>
-        <FormField label="Application" path="body.application.id" errors={errors} id="reactor-app" hint="Its permissions are the code's bt SDK's; none: bt is null">
+        <FormField label="Application" path="body.application" errors={errors} id="reactor-app" hint="Its permissions are the code's bt SDK's; none: bt is null">
           <ApplicationSelect id="reactor-app" value={appId} onChange={setAppId} disabled={props.readOnly} />
         </FormField>
       </div>
@@ -51,7 +51,7 @@ export function ReactorForm(props: {
       <FormField label="Configuration (JSON object of strings, stored encrypted)" path="body.configuration" errors={errors} id="reactor-config">
         <textarea id="reactor-config" class="short" value={config} readOnly={props.readOnly} onInput={(e) => setConfig(e.currentTarget.value)} spellcheck={false} />
       </FormField>
-      <FieldMessages errors={errors} paths={Object.keys(errors).filter((k) => !shown.includes(k))} />
+      <FieldMessages errors={errors} except={shown} />
       {!props.readOnly && <div class="row"><button type="submit" disabled={props.busy}>{props.busy ? 'Saving…' : props.submitLabel}</button></div>}
     </form>
   );

@@ -72,7 +72,7 @@ export function TokenCreate() {
         <FormField label="Metadata (optional, JSON object of strings)" path="body.metadata" errors={errors} id="token-metadata">
           <textarea id="token-metadata" class="short" value={metadata} onInput={(e) => setMetadata(e.currentTarget.value)} spellcheck={false} />
         </FormField>
-        <FieldMessages errors={errors} paths={Object.keys(errors).filter((k) => !shown.includes(k))} />
+        <FieldMessages errors={errors} except={shown} />
         <div class="row"><button type="submit" disabled={busy}>{busy ? 'Creating…' : 'Create token'}</button></div>
       </form>
     </section>

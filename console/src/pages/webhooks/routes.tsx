@@ -97,7 +97,7 @@ function WebhookForm(props: { initial?: Webhook; submitLabel: string; busy: bool
         </div>
         {errorsUnder(errors, 'body.events').map((m) => <p class="field-errors" role="alert" key={m}>{m}</p>)}
       </fieldset>
-      <FieldMessages errors={errors} paths={Object.keys(errors).filter((k) => !shown.some((s) => k === s || k.startsWith(`${s}[`)))} />
+      <FieldMessages errors={errors} except={shown} />
       <div class="row"><button type="submit" disabled={props.busy}>{props.busy ? 'Saving…' : props.submitLabel}</button></div>
     </form>
   );
