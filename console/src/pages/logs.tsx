@@ -4,17 +4,11 @@ import { EmptyState, Loading, PageHeader, When } from '../components/bits.tsx';
 import { FieldMessages, FormField } from '../components/form-field.tsx';
 import { CursorPager } from '../components/pager.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../components/problem.tsx';
+import { isoOf } from '../dates.ts';
 import { useLoad } from '../hooks.ts';
 
 type LogEvent = { id: string; actor_id: string | null; actor_type: string | null; entity_type: string; entity_id: string | null; operation: string; message: string; created_at: string };
 type Filters = { entity_type: string; entity_id: string; start: string; end: string };
-
-/** A datetime-local input's value as the API's date-time (UTC), or undefined. */
-function isoOf(local: string): string | undefined {
-  if (!local) return undefined;
-  const d = new Date(local);
-  return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
-}
 
 /** The audit log, newest first (GET /logs, cursor pages), filtered by entity and time. */
 export function LogsPage(props: { query: URLSearchParams }) {

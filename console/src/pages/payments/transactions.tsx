@@ -3,6 +3,7 @@ import { api } from '../../api.ts';
 import { Badge, EmptyState, Facts, Json, Loading, PageHeader, When } from '../../components/bits.tsx';
 import { FieldMessages, FormField } from '../../components/form-field.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../../components/problem.tsx';
+import { isoOf } from '../../dates.ts';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
 import { useCan } from '../../session.tsx';
@@ -36,13 +37,13 @@ export function TransactionsRoutes(props: { parts: string[] }) {
 
 /** Read views of orchestration (docs/orchestration.md): transactions, filtered, newest first. */
 function TransactionList() {
-  const [draft, setDraft] = useState({ status: '', external_identifier: '', amount_gte: '', amount_lte: '' });
+  const [draft, setDraft] = useState({ status: '', external_identifier: '', amount_gte: '', amount_lte: '', from: '', to: '' });
   const [filters, setFilters] = useState(draft);
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
   const { data, error, loading } = useLoad(() => api.get<Page<Transaction>>('orchestration/transactions', {
     limit: 20, cursor, status: filters.status ? [filters.status] : undefined, external_identifier: filters.external_identifier,
-    amount_gte: filters.amount_gte, amount_lte: filters.amount_lte,
+    amount_gte: filters.amount_gte, amount_lte: filters.amount_lte, created_at_gte: isoOf(filters.from), created_at_lte: isoOf(filters.to),
   }), [filters, cursor]);
   const errors = fieldErrorsOf(error);
   return (
@@ -64,9 +65,15 @@ function TransactionList() {
         <FormField label="Amount at most" path="query.amount_lte" errors={errors} id="tx-lte">
           <input id="tx-lte" inputMode="numeric" value={draft.amount_lte} onInput={(e) => setDraft({ ...draft, amount_lte: e.currentTarget.value })} />
         </FormField>
+        <FormField label="Created from" path="query.created_at_gte" errors={errors} id="tx-from">
+          <input id="tx-from" type="datetime-local" value={draft.from} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
+        </FormField>
+        <FormField label="Created until" path="query.created_at_lte" errors={errors} id="tx-to">
+          <input id="tx-to" type="datetime-local" value={draft.to} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
+        </FormField>
         <button type="submit">Filter</button>
       </form>
-      <FieldMessages errors={errors} except={['query.status', 'query.external_identifier', 'query.amount_gte', 'query.amount_lte']} />
+      <FieldMessages errors={errors} except={['query.status', 'query.external_identifier', 'query.amount_gte', 'query.amount_lte', 'query.created_at_gte', 'query.created_at_lte']} />
       {Object.keys(errors).length === 0 && <ProblemBanner error={error} />}
       {loading && !data && <Loading />}
       {data && data.data.length === 0 && <EmptyState title="No transactions">Transactions appear here once your back end creates them (POST /orchestration/transactions, with a connection to a processor).</EmptyState>}
