@@ -86,7 +86,7 @@ export function makeRequest(seq: number): Request {
 export type Sent = { status: number; replayed: boolean; body: any } | { error: string };
 
 /** One POST of the request; never throws. */
-export async function post(url: string, apiKey: string, req: Request, timeoutMs = 15_000): Promise<Sent> {
+export async function post(url: string, apiKey: string, req: { path: string; key: string | null; body: unknown }, timeoutMs = 15_000): Promise<Sent> {
   try {
     const res = await fetch(url + req.path, {
       method: 'POST',
@@ -115,12 +115,38 @@ export function idsOf(req: Request, body: any): string[] | undefined {
 
 /** Sends until acknowledged, rejected, `deadline` (performance.now()) passes, or `abort.aborted`. */
 export async function sendUntilAcked(url: string, apiKey: string, req: Request, stats: LoadStats, deadline: number, abort?: AbortSignal): Promise<void> {
+  await retryUntilAcked(req, stats, deadline, abort, () => post(url, apiKey, req), (res) => {
+    const ids = idsOf(req, res.body);
+    if (!ids) return `201 without token ids: ${JSON.stringify(res.body).slice(0, 200)}`;
+    req.ids = ids;
+    req.replayedAck = res.replayed;
+    return undefined;
+  });
+}
+
+/** What the retry loop needs of a request: whether it is done, and how it went. */
+export type Retried = { key: string | null; acked: boolean; attempts: number; rejected?: string; unknown?: boolean };
+
+/**
+ * The clients' one retry loop: sends until a 201 (which `created` takes in, or refuses with a
+ * reason), a 4xx other than 409 (rejected), `deadline` (performance.now()) or `abort`. A
+ * connection error, a 409 (the key still held by a dying request) or a 5xx is sent again; a
+ * request without a key is sent once, as a client that cannot retry safely sends it.
+ */
+export async function retryUntilAcked(
+  req: Retried,
+  stats: LoadStats,
+  deadline: number,
+  abort: AbortSignal | undefined,
+  sendOnce: () => Promise<Sent>,
+  created: (res: Exclude<Sent, { error: string }>) => string | undefined,
+): Promise<void> {
   while (!req.acked && performance.now() < deadline && !abort?.aborted) {
     req.attempts++;
     stats.sent++;
-    const res = await post(url, apiKey, req);
+    const res = await sendOnce();
     if (req.key === null && ('error' in res || res.status !== 201)) {
-      // Without a key a retry could create a second token: the outcome stays unknown.
+      // Without a key a retry could create a second one: the outcome stays unknown.
       if ('error' in res) stats.networkErrors++;
       req.unknown = true;
       return;
@@ -129,14 +155,12 @@ export async function sendUntilAcked(url: string, apiKey: string, req: Request, 
       stats.networkErrors++;
       await sleep(50 + Math.random() * 100);
     } else if (res.status === 201) {
-      const ids = idsOf(req, res.body);
-      if (!ids) {
-        req.rejected = `201 without token ids: ${JSON.stringify(res.body).slice(0, 200)}`;
+      const refused = created(res);
+      if (refused) {
+        req.rejected = refused;
         return;
       }
-      req.ids = ids;
       req.acked = true;
-      req.replayedAck = res.replayed;
       if (res.replayed) stats.replayedAcks++;
     } else if (res.status === 409) {
       stats.conflicts++;

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { reconciliationId } from '../../src/processors/index.ts';
 import type { StripeFake } from '../processors/stripe-fake.ts';
 import { sleep } from './coffer.ts';
-import type { LoadStats } from './load.ts';
+import { post, retryUntilAcked, type LoadStats } from './load.ts';
 
 /**
  * The payment clients of the crash test: transactions through a stripe connection on the local
@@ -31,55 +31,13 @@ export type PayRequest = {
 /** A captured transaction a client may refund, and what it has left to refund. */
 type Refundable = { id: string; left: number };
 
-async function send(url: string, apiKey: string, req: PayRequest): Promise<{ status: number; replayed: boolean; body: any } | { error: string }> {
-  try {
-    const res = await fetch(url + req.path, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'svc-api-key': apiKey, 'svc-idempotency-key': req.key },
-      body: JSON.stringify(req.body),
-      signal: AbortSignal.timeout(15_000),
-    });
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = text;
-    }
-    return { status: res.status, replayed: res.headers.get('svc-idempotent-replayed') === 'true', body };
-  } catch (err) {
-    return { error: (err as Error).message };
-  }
-}
-
 /** Sends until acknowledged (201 with an id), rejected (a 4xx other than 409), `deadline` passes, or `abort.aborted`. */
-async function sendUntilAcked(url: string, apiKey: string, req: PayRequest, stats: LoadStats, deadline: number, abort: AbortSignal): Promise<void> {
-  while (!req.acked && performance.now() < deadline && !abort.aborted) {
-    req.attempts++;
-    stats.sent++;
-    const res = await send(url, apiKey, req);
-    if ('error' in res) {
-      stats.networkErrors++;
-      await sleep(50 + Math.random() * 100);
-    } else if (res.status === 201) {
-      if (typeof res.body?.id !== 'string') {
-        req.rejected = `201 without an id: ${JSON.stringify(res.body).slice(0, 200)}`;
-        return;
-      }
-      req.reply = res.body;
-      req.acked = true;
-      if (res.replayed) stats.replayedAcks++;
-    } else if (res.status === 409) {
-      stats.conflicts++;
-      await sleep(50 + Math.random() * 100);
-    } else if (res.status >= 500) {
-      stats.serverErrors++;
-      await sleep(100);
-    } else {
-      req.rejected = `${res.status} ${JSON.stringify(res.body).slice(0, 300)}`;
-      return;
-    }
-  }
+function sendUntilAcked(url: string, apiKey: string, req: PayRequest, stats: LoadStats, deadline: number, abort: AbortSignal): Promise<void> {
+  return retryUntilAcked(req, stats, deadline, abort, () => post(url, apiKey, req), (res) => {
+    if (typeof res.body?.id !== 'string') return `201 without an id: ${JSON.stringify(res.body).slice(0, 200)}`;
+    req.reply = res.body;
+    return undefined;
+  });
 }
 
 /**
