@@ -59,10 +59,10 @@ function TransactionList() {
         <FormField label="External identifier" path="query.external_identifier" errors={errors} id="tx-ext">
           <input id="tx-ext" value={draft.external_identifier} onInput={(e) => setDraft({ ...draft, external_identifier: e.currentTarget.value })} />
         </FormField>
-        <FormField label="Amount at least (minor units)" path="query.amount_gte" errors={errors} id="tx-gte">
+        <FormField label="Min amount (minor units)" path="query.amount_gte" errors={errors} id="tx-gte">
           <input id="tx-gte" inputMode="numeric" value={draft.amount_gte} onInput={(e) => setDraft({ ...draft, amount_gte: e.currentTarget.value })} />
         </FormField>
-        <FormField label="Amount at most" path="query.amount_lte" errors={errors} id="tx-lte">
+        <FormField label="Max amount" path="query.amount_lte" errors={errors} id="tx-lte">
           <input id="tx-lte" inputMode="numeric" value={draft.amount_lte} onInput={(e) => setDraft({ ...draft, amount_lte: e.currentTarget.value })} />
         </FormField>
         <FormField label="Created from" path="query.created_at_gte" errors={errors} id="tx-from">
