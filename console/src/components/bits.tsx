@@ -28,17 +28,40 @@ export function Loading() {
   return <p class="loading" aria-live="polite">Loading…</p>;
 }
 
+/**
+ * The Clipboard API exists only in a secure context (https, or localhost); Coffer served over
+ * plain http elsewhere falls back to copying a selected, off-screen textarea.
+ */
+async function copyText(value: string): Promise<boolean> {
+  try {
+    if (navigator.clipboard) {
+      await navigator.clipboard.writeText(value);
+      return true;
+    }
+  } catch {
+    // Refused (no permission): try the fallback.
+  }
+  const area = document.createElement('textarea');
+  area.value = value;
+  area.setAttribute('readonly', '');
+  area.className = 'sr-only';
+  document.body.appendChild(area);
+  area.select();
+  try {
+    return document.execCommand('copy');
+  } finally {
+    area.remove();
+  }
+}
+
 /** Copies `value` to the clipboard; says so for a moment. */
 export function CopyButton(props: { value: string; label?: string }) {
   const [done, setDone] = useState(false);
   return (
     <button type="button" class="secondary" onClick={async () => {
-      try {
-        await navigator.clipboard.writeText(props.value);
+      if (await copyText(props.value)) {
         setDone(true);
         setTimeout(() => setDone(false), 1500);
-      } catch {
-        setDone(false);
       }
     }}>{done ? 'Copied' : props.label ?? 'Copy'}</button>
   );
