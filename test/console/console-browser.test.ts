@@ -274,6 +274,20 @@ describe('the console in a browser', () => {
     await page.getByRole('cell', { name: 'reveal', exact: true }).waitFor();
     await shot(page, 'logs');
     await fitsTheScreen(page);
+
+    // The owner's forms on a phone's width too.
+    await page.setViewportSize({ width: 390, height: 844 });
+    await go(page, 'applications/new');
+    await page.getByRole('button', { name: 'Add a rule' }).click();
+    await page.getByRole('button', { name: 'Add a condition' }).click();
+    await fitsTheScreen(page);
+    await shot(page, 'phone-application-form');
+    await go(page, 'proxies');
+    await page.getByRole('link', { name: 'Echo' }).click();
+    await page.getByRole('button', { name: 'Send' }).waitFor();
+    await fitsTheScreen(page);
+    await shot(page, 'phone-proxy');
+    await page.setViewportSize({ width: 1280, height: 800 });
     assert.deepEqual(problems, []);
   });
 

@@ -44,7 +44,7 @@ export function ProxyDetail(props: { id: string }) {
         ['ID', <code>{proxy.id}</code>],
         ['Proxy key', <span class="secret-row"><code class="secret">{proxy.key}</code><CopyButton value={proxy.key} /></span>],
         ['Destination', <code>{proxy.destination_url}</code>],
-        ['Callers', proxy.require_auth ? <Badge>need an API key with token:use</Badge> : <Badge tone="warn">anonymous: the proxy key is enough</Badge>],
+        ['Callers', proxy.require_auth ? <Badge>need token:use (a key or a session)</Badge> : <Badge tone="warn">anonymous: the proxy key is enough</Badge>],
         ['Modified', <When at={proxy.modified_at ?? proxy.created_at} />],
       ]} />
       <div class="split">

@@ -63,7 +63,7 @@ export function ProxyForm(props: { initial?: Proxy; submitLabel: string; readOnl
       </div>
       <div class="check">
         <input type="checkbox" id="proxy-auth" checked={requireAuth} disabled={ro} onChange={(e) => setRequireAuth(e.currentTarget.checked)} />
-        <label for="proxy-auth">Callers need an API key with token:use (off: the proxy key alone is enough)</label>
+        <label for="proxy-auth">Callers need token:use: an API key, or a member's session (off: the proxy key alone is enough)</label>
       </div>
       <FormField label="Application" path="body.application" errors={errors} id="proxy-app" hint="Detokenizes for anonymous callers; the transforms' bt SDK">
         <ApplicationSelect id="proxy-app" value={appId} onChange={setAppId} disabled={ro} />

@@ -34,7 +34,7 @@ export function ProxyList() {
                 <tr key={p.id}>
                   <td><a href={href('proxies', p.id)}>{p.name}</a></td>
                   <td><code>{p.destination_url}</code></td>
-                  <td>{p.require_auth ? <Badge>key needed</Badge> : <Badge tone="warn">anonymous</Badge>}</td>
+                  <td>{p.require_auth ? <Badge>token:use needed</Badge> : <Badge tone="warn">anonymous</Badge>}</td>
                   <td><When at={p.modified_at ?? p.created_at} /></td>
                 </tr>
               ))}
