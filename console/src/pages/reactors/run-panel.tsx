@@ -36,6 +36,7 @@ export function RunPanel(props: { reactorId: string }) {
   return (
     <section class="panel run-panel" aria-labelledby="run-title">
       <h2 id="run-title">Run</h2>
+      <p class="hint">Runs the saved code: save your changes first.</p>
       <form onSubmit={(e) => { e.preventDefault(); void run.submit(); }}>
         <FormField label="args (JSON)" path="body.args" errors={{ 'body.args': argsError }} id="run-args" hint="Strings may hold detokenization expressions: {{ token_id }}">
           <textarea id="run-args" value={args} onInput={(e) => setArgs(e.currentTarget.value)} spellcheck={false} />
