@@ -68,6 +68,7 @@ function Layout(props: { me: Me; onMe: (m: Me) => void; onSignedOut: () => void 
   const { me } = props;
   const route = useRoute();
   const [navOpen, setNavOpen] = useState(false);
+  const menuButton = useRef<HTMLButtonElement>(null);
   const [switchError, setSwitchError] = useState<unknown>();
   // A new page closes the menu (on a phone it covers the page) and takes the focus, so that a
   // keyboard or screen reader user starts at the page, not at the link they followed.
@@ -91,7 +92,7 @@ function Layout(props: { me: Me; onMe: (m: Me) => void; onSignedOut: () => void 
   return (
     <div class="shell">
       <header class="topbar">
-        <button type="button" class="menu-button" aria-expanded={navOpen} aria-controls="nav" onClick={() => setNavOpen(!navOpen)}>
+        <button type="button" ref={menuButton} class="menu-button" aria-expanded={navOpen} aria-controls="nav" onClick={() => setNavOpen(!navOpen)}>
           <span class="menu-icon" aria-hidden="true" />Menu
         </button>
         <a class="brand" href={href()}>Coffer</a>
@@ -109,7 +110,7 @@ function Layout(props: { me: Me; onMe: (m: Me) => void; onSignedOut: () => void 
         <span class="who" title={me.user.email}>{me.user.email} · <span class="role">{me.role}</span></span>
         <button type="button" class="secondary" onClick={async () => { await api.post('signout').catch(() => undefined); props.onSignedOut(); }}>Sign out</button>
       </header>
-      <nav id="nav" class={navOpen ? 'nav open' : 'nav'} aria-label="Sections">
+      <nav id="nav" class={navOpen ? 'nav open' : 'nav'} aria-label="Sections" onKeyDown={(e) => { if (e.key === 'Escape' && navOpen) { setNavOpen(false); menuButton.current?.focus(); } }}>
         <ul>
           {SECTIONS.filter((s) => !s.permission || me.permissions.includes(s.permission)).map((s) => (
             <li key={s.path}>
