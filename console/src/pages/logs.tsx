@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, type CursorPage } from '../api.ts';
 import { EmptyState, Loading, PageHeader, When } from '../components/bits.tsx';
 import { FieldMessages, FormField } from '../components/form-field.tsx';
@@ -18,14 +18,27 @@ export function LogsPage(props: { query: URLSearchParams }) {
   const [cursors, setCursors] = useState<string[]>([]);
   const types = useLoad(() => api.get<string[]>('logs/entity-types'), []);
   const start = cursors.at(-1);
-  const { data, error, loading } = useLoad(() => api.get<CursorPage<LogEvent>>('logs', {
+  const { data, error, loading, reload } = useLoad(() => api.get<CursorPage<LogEvent>>('logs', {
     entity_type: filters.entity_type, entity_id: filters.entity_id, start_date: isoOf(filters.start), end_date: isoOf(filters.end), start, size: 50,
   }), [filters, start]);
+  // Following: the first page read again every 10 seconds, newest first.
+  const [follow, setFollow] = useState(false);
+  useEffect(() => {
+    if (!follow || cursors.length > 0) return;
+    const t = setInterval(reload, 10_000);
+    return () => clearInterval(t);
+  }, [follow, cursors.length, reload]);
   const errors = fieldErrorsOf(error);
   const shown = ['query.entity_type', 'query.entity_id', 'query.start_date', 'query.end_date'];
   return (
     <section>
-      <PageHeader title="Logs" />
+      <PageHeader title="Logs">
+        <div class="check">
+          <input type="checkbox" id="log-follow" checked={follow} onChange={(e) => setFollow(e.currentTarget.checked)} />
+          <label for="log-follow">Follow (every 10 s)</label>
+        </div>
+        <button type="button" class="secondary" onClick={reload}>Refresh</button>
+      </PageHeader>
       <form class="filters" role="search" onSubmit={(e) => { e.preventDefault(); setCursors([]); setFilters(draft); }}>
         <FormField label="Entity type" path="query.entity_type" errors={errors} id="log-type">
           <select id="log-type" value={draft.entity_type} onChange={(e) => setDraft({ ...draft, entity_type: e.currentTarget.value })}>
