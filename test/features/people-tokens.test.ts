@@ -99,6 +99,31 @@ describe('members and tokens, reactors, proxies; switching tenants', () => {
     assert.equal((await call(server, 'POST', `/reactors/${reactor.body.id}/react`, { ...asMember(ro), body: { args: { n: 1 } } })).status, 403);
   });
 
+  it('a member\'s run answers with the lines the code printed, its failure too; a key\'s never', async () => {
+    const admin = await member('ADMIN');
+    const code = `module.exports = async (req) => {
+      console.log('card', req.args.card.number);
+      console.warn('n is', req.args.n);
+      if (req.args.n < 0) throw new Error('negative');
+      return { raw: { n: req.args.n } };
+    };`;
+    const reactor = (await call(server, 'POST', '/reactors', { ...asMember(admin), body: { name: 'printer', code, configuration: {} } })).body;
+    const token = await cardToken();
+    const args = (n: number) => ({ args: { n, card: `{{ ${token.id} }}` } });
+    const run = await call(server, 'POST', `/reactors/${reactor.id}/react`, { ...asMember(admin), body: args(1) });
+    assert.equal(run.status, 200, run.text);
+    // What the run was handed of a token (here its mask) is scrubbed from the lines, as from errors.
+    assert.deepEqual(run.body, { raw: { n: 1 }, console: ['card [redacted]', '[warn] n is 1'] });
+    const failed = await call(server, 'POST', `/reactors/${reactor.id}/react`, { ...asMember(admin), body: args(-1) });
+    assert.equal(failed.status, 422, failed.text);
+    assert.deepEqual(failed.body.console, ['card [redacted]', '[warn] n is -1']);
+
+    const app = (await call(server, 'POST', '/applications', { key: server.key, body: { name: 'user', type: 'private', permissions: ['token:use'] } })).body;
+    const byKey = await call(server, 'POST', `/reactors/${reactor.id}/react`, { key: app.key, body: args(2) });
+    assert.equal(byKey.status, 200, byKey.text);
+    assert.deepEqual(byKey.body, { raw: { n: 2 } });
+  });
+
   it('a member tries a proxy with the session: Coffer\'s cookies and X-CSRF-Token never reach the destination', async () => {
     const admin = await member('ADMIN');
     const proxy = await call(server, 'POST', '/proxies', { ...asMember(admin), body: { name: 'try', destination_url: receiver.url('/dest'), require_auth: true } });

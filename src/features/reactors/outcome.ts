@@ -16,14 +16,21 @@ export function failed(f: SandboxFailure): Outcome {
  */
 export class ReactorProblem extends ApiError {
   readonly data: unknown;
+  /** The lines the code printed, for a caller who may see them (a signed-in member). */
+  readonly console: string[] | undefined;
 
-  constructor(f: Failure) {
+  constructor(f: Failure, console?: string[]) {
     super(f.status, f.detail, f.errors);
     this.data = f.data;
+    this.console = console;
   }
 
-  override toProblem(requestId: string): Problem & { data?: unknown } {
+  override toProblem(requestId: string): Problem & { data?: unknown; console?: string[] } {
     const problem = super.toProblem(requestId);
-    return this.data === undefined ? problem : { ...problem, data: this.data };
+    return {
+      ...problem,
+      ...(this.data === undefined ? {} : { data: this.data }),
+      ...(this.console === undefined ? {} : { console: this.console }),
+    };
   }
 }

@@ -69,6 +69,7 @@ export function createReactorRuns(deps: ReactorDeps, reactors: { live(principal:
     timeoutMs: number,
     disclosure: Disclosure,
     beforeEgress?: () => Promise<void>,
+    consoleLines?: string[],
   ): Promise<Outcome> {
     const app = await appPrincipal(reactor);
     const tokenSdk: SdkHost | undefined = app ? createTokenSdk(app, tokens, detokenize.detokenize, disclosure.onBehalf()) : undefined;
@@ -95,7 +96,8 @@ export function createReactorRuns(deps: ReactorDeps, reactors: { live(principal:
       purpose: 'reactor',
     }));
     const outcome = result.ok ? await finish(reactor, app ? async () => app : caller, result.value, beforeEgress) : failed(result.error);
-    // Whatever the code was handed of token data stays out of what its failure reports.
+    // Whatever the code was handed of token data stays out of what its failure reports, and its lines.
+    consoleLines?.push(...result.console.map((line) => disclosure.scrub(line)));
     return outcome.ok ? outcome : disclosure.scrubFailure(outcome);
   }
 
@@ -253,7 +255,7 @@ export function createReactorRuns(deps: ReactorDeps, reactors: { live(principal:
     },
 
     /** POST /reactors/{id}/react: runs now and answers with the Reactor Response, or a problem. */
-    async react(principal: Principal, id: string, args: unknown): Promise<{ tokens?: unknown; raw?: unknown }> {
+    async react(principal: Principal, id: string, args: unknown): Promise<{ tokens?: unknown; raw?: unknown; console?: string[] }> {
       const reactor = await live(principal, id);
       // Nothing is recorded, and no code runs, unless every token may be used.
       const uses: Item[] = [];
@@ -267,9 +269,13 @@ export function createReactorRuns(deps: ReactorDeps, reactors: { live(principal:
         logs.item(principal, { entityType: 'reactor', entityId: reactor.id, operation: 'react', message: `Reactor invoked (request ${requestId})` }),
         events.item(principal.tenantId, 'reactor.invoked', reactor.id, { reactor_id: reactor.id, request_id: requestId }),
       ], [resultTable.of({ id: requestId, tenant_id: reactor.tenant_id, reactor_id: reactor.id, started_by: startedBy, status: 'pending', ciphertext: null, data_key_id: null })]);
+      // A member's run shows what the code printed: the console's Run panel is where code is
+      // written and tried. Members are handed masks, never plaintext (src/features/members/roles.ts),
+      // and what `bt` hands the code is scrubbed; API keys, which may use data they may not see, never get them.
+      const lines = principal.kind === 'member' ? [] : undefined;
       let outcome: Outcome;
       try {
-        outcome = await execute(reactor, async () => principal, plain, limits.syncTimeoutMs, disclosure, audit.flush);
+        outcome = await execute(reactor, async () => principal, plain, limits.syncTimeoutMs, disclosure, audit.flush, lines);
       } catch (err) {
         // Turned away before anything ran: there was no invocation to record.
         if (err instanceof BusyError) throw err;
@@ -282,10 +288,10 @@ export function createReactorRuns(deps: ReactorDeps, reactors: { live(principal:
       }
       const shown = disclosure.shown();
       await audit.finish(await settled(reactor, requestId, startedBy, outcome, shown));
-      if (!outcome.ok) throw new ReactorProblem(outcome);
+      if (!outcome.ok) throw new ReactorProblem(outcome, lines);
       // A reply kept under an idempotency key is shown again only while these may still be used.
       for (const entry of shown) noteShownData(entry);
-      return outcome.response;
+      return lines ? { ...outcome.response, console: lines } : outcome.response;
     },
 
     /** react-async, and react with the deprecated callback_url: a job runs it; the result is kept. */

@@ -73,6 +73,9 @@ export const ReactAsyncBody = Type.Object({ args: Type.Optional(Args) }, { addit
 export const ReactorResponse = Type.Object({
   tokens: Type.Optional(Type.Unknown()),
   raw: Type.Optional(Type.Unknown()),
+  console: Type.Optional(Type.Array(Type.String(), {
+    description: 'Only for a signed-in member (the console\'s Run panel): the lines the code printed, scrubbed of the token data the run was handed. API keys never get them.',
+  })),
 });
 
 export const AsyncAccepted = Type.Object({ asyncReactorRequestId: Uuid });
