@@ -25,13 +25,16 @@ export class ApiProblem extends Error {
   readonly title: string;
   readonly detail: string;
   readonly fieldErrors: FieldErrors;
-  constructor(status: number, title: string, detail: string, fieldErrors: FieldErrors = {}) {
+  /** The whole problem document, for members some problems add (a reactor run's `data`, `console`). */
+  readonly body: Record<string, unknown>;
+  constructor(status: number, title: string, detail: string, fieldErrors: FieldErrors = {}, body: Record<string, unknown> = {}) {
     super(detail || title);
     this.name = 'ApiProblem';
     this.status = status;
     this.title = title;
     this.detail = detail;
     this.fieldErrors = fieldErrors;
+    this.body = body;
   }
 }
 
@@ -57,7 +60,7 @@ export async function problemOf(res: Response): Promise<ApiProblem> {
   const text = await res.text();
   try {
     const p = JSON.parse(text) as { title?: string; detail?: string; errors?: FieldErrors };
-    return new ApiProblem(res.status, p.title ?? res.statusText, p.detail ?? '', p.errors ?? {});
+    return new ApiProblem(res.status, p.title ?? res.statusText, p.detail ?? '', p.errors ?? {}, p as Record<string, unknown>);
   } catch {
     return new ApiProblem(res.status, res.statusText || 'Error', text.slice(0, 500));
   }

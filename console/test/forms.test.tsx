@@ -85,12 +85,24 @@ describe('forms show the API\'s messages where they belong', () => {
   });
 
   it('reactor run: the run\'s problem shows with its status and detail', async () => {
-    stubFetch(() => problem(422, 'Error: no card', undefined, 'Unprocessable Content'));
+    stubFetch(() => new Response(JSON.stringify({ type: 'about:blank', title: 'Unprocessable Content', status: 422, detail: 'Error: no card', data: { field: 'card' }, console: ['looking for a card'], request_id: 'r' }), { status: 422, headers: { 'content-type': 'application/problem+json' } }));
     render(<AsMember><RunPanel reactorId="r1" /></AsMember>);
     fireEvent.click(screen.getByRole('button', { name: 'Run' }));
     const result = await screen.findByTestId('run-result');
     expect(result.textContent).toContain('Error: 422');
     expect(result.textContent).toContain('Error: no card');
+    expect(result.textContent).toContain('"field": "card"');
+    expect(screen.getByTestId('run-console').textContent).toBe('looking for a card');
+  });
+
+  it('reactor run: the result, and the lines the code printed apart from it', async () => {
+    stubFetch(() => json({ raw: { ok: true }, console: ['one', '[warn] two'] }));
+    render(<AsMember><RunPanel reactorId="r1" /></AsMember>);
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    const result = await screen.findByTestId('run-result');
+    expect(result.textContent).toContain('Result: 200');
+    expect(result.querySelector('pre.json')!.textContent).not.toContain('[warn] two');
+    expect(screen.getByTestId('run-console').textContent).toBe('one\n[warn] two');
   });
 
   it('reactor run: args that are not JSON stay in the browser, with the message on the args field', async () => {

@@ -192,7 +192,7 @@ describe('the console in a browser', () => {
     const editor = page.getByTestId('editor-reactor-code').locator('.cm-content');
     await editor.click();
     await page.keyboard.press('ControlOrMeta+a');
-    await page.keyboard.insertText("module.exports = async function ({ args }) { return { raw: { greeting: 'Hello, ' + args.name, card: args.card } }; };");
+    await page.keyboard.insertText("module.exports = async function ({ args }) { console.log('card is', args.card); return { raw: { greeting: 'Hello, ' + args.name, card: args.card } }; };");
     await page.getByRole('button', { name: 'Create reactor' }).click();
     await page.getByRole('heading', { name: 'Greeter' }).waitFor();
     await page.getByLabel('args (JSON)').fill(JSON.stringify({ name: 'Ada', card: `{{ ${tokenId} }}` }));
@@ -200,8 +200,11 @@ describe('the console in a browser', () => {
     const result = await page.getByTestId('run-result').innerText();
     assert.match(result, /Result: 200/);
     assert.match(result, /Hello, Ada/);
-    // A member's run detokenizes to the mask, never the plaintext.
+    // A member's run detokenizes to the mask, never the plaintext; what the code printed shows apart.
     assert.doesNotMatch(result, /4111111111111111/);
+    const printed = await page.getByTestId('run-console').innerText();
+    assert.match(printed, /card is/, printed);
+    assert.doesNotMatch(printed, /4111111111111111/);
     // Code that throws: the run's problem shows.
     const editor2 = page.getByTestId('editor-reactor-code').locator('.cm-content');
     await editor2.click();

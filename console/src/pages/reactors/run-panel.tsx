@@ -7,12 +7,12 @@ import { useSubmit } from '../../hooks.ts';
 
 /**
  * Runs the saved reactor: POST /reactors/{id}/react {args}. Shows the Reactor Response (`raw`,
- * `tokens`) or the run's problem (status, detail, and its `data`/`errors`). The code's console
- * lines are not shown: Coffer never returns them (they may hold detokenized data).
+ * `tokens`) or the run's problem (status, detail, its `errors` and `data`), and the lines the
+ * code printed: a member's run answers with them as `console` (API keys never get them).
  */
 export function RunPanel(props: { reactorId: string }) {
   const [args, setArgs] = useState('{\n  "name": "Ada"\n}');
-  const [result, setResult] = useState<{ ok: boolean; status: number; body: unknown; ms: number } | undefined>();
+  const [result, setResult] = useState<{ ok: boolean; status: number; body: unknown; console?: string[]; ms: number } | undefined>();
   const [argsError, setArgsError] = useState<string[]>([]);
   const run = useSubmit(async () => {
     let parsed: unknown;
@@ -25,12 +25,14 @@ export function RunPanel(props: { reactorId: string }) {
     }
     const t0 = performance.now();
     try {
-      const body = await api.post(`reactors/${props.reactorId}/react`, { args: parsed });
-      setResult({ ok: true, status: 200, body, ms: Math.round(performance.now() - t0) });
+      const { console: lines, ...body } = await api.post<{ raw?: unknown; tokens?: unknown; console?: string[] }>(`reactors/${props.reactorId}/react`, { args: parsed });
+      setResult({ ok: true, status: 200, body, console: lines, ms: Math.round(performance.now() - t0) });
     } catch (e) {
       if (!(e instanceof ApiProblem)) throw e;
       const { status, title, detail, fieldErrors } = e;
-      setResult({ ok: false, status, body: { title, detail, ...(Object.keys(fieldErrors).length ? { errors: fieldErrors } : {}) }, ms: Math.round(performance.now() - t0) });
+      const lines = Array.isArray(e.body.console) ? (e.body.console as string[]) : undefined;
+      const body = { title, detail, ...(Object.keys(fieldErrors).length ? { errors: fieldErrors } : {}), ...(e.body.data === undefined ? {} : { data: e.body.data }) };
+      setResult({ ok: false, status, body, console: lines, ms: Math.round(performance.now() - t0) });
     }
   });
   return (
@@ -47,9 +49,13 @@ export function RunPanel(props: { reactorId: string }) {
         <div class="run-result" aria-live="polite" data-testid="run-result">
           <p class="status-line">{result.ok ? 'Result' : 'Error'}: {result.status} · {result.ms} ms</p>
           <Json value={result.body} />
+          <h3 class="output-title">Console output</h3>
+          {result.console && result.console.length > 0
+            ? <pre class="output" data-testid="run-console">{result.console.join('\n')}</pre>
+            : <p class="muted">{result.console ? 'The code printed nothing.' : 'Coffer sent no console output for this run.'}</p>}
         </div>
       )}
-      <p class="hint">The code's <code>console.log</code> lines stay in the sandbox: Coffer does not return them. Put what you want to see in <code>raw</code>.</p>
+      <p class="hint">Token data reaches your run masked, in the arguments and in what the code prints.</p>
     </section>
   );
 }
