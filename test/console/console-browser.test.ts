@@ -205,6 +205,7 @@ describe('the console in a browser', () => {
     const printed = await page.getByTestId('run-console').innerText();
     assert.match(printed, /card is/, printed);
     assert.doesNotMatch(printed, /4111111111111111/);
+    await shot(page, 'reactor-result');
     // Code that throws: the run's problem shows.
     const editor2 = page.getByTestId('editor-reactor-code').locator('.cm-content');
     await editor2.click();

@@ -34,6 +34,7 @@ export function CodeEditor(props: { value: string; onChange?: (v: string) => voi
           extensions: [
             basicSetup,
             javascript(),
+            EditorView.lineWrapping,
             EditorState.readOnly.of(!!props.readOnly),
             EditorView.contentAttributes.of({ 'aria-label': props.label, id: props.id }),
             EditorView.updateListener.of((u) => {
