@@ -6,6 +6,7 @@ import type { Notifier } from './db/notifications.ts';
 import { GroupCommit } from './db/group-commit.ts';
 import type { Logger } from './logger.ts';
 import { Authenticator, registerAuth } from './http/auth.ts';
+import { registerConsoleRoutes } from './http/console.ts';
 import { registerCors } from './http/cors.ts';
 import { registerIdempotency } from './http/idempotency.ts';
 import { registerMergePatch } from './http/merge-patch.ts';
@@ -282,6 +283,8 @@ export async function buildApp(deps: { config: Config; db: Database; log: Logger
   registerSigninRoutes(app, { signin: services.signin, limiter: services.peopleLimiter, publicUrl: () => config.mail.publicUrl });
   registerReactorRoutes(app, services.reactors);
   registerProxyRoutes(app, services.proxies, { maxBodyBytes: config.proxyMaxBodyBytes });
+  // The Console's static files (console/dist, built by `npm ci`): a page, not part of the API.
+  registerConsoleRoutes(app);
   await app.ready();
   return app;
 }

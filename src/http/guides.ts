@@ -21,6 +21,7 @@ export const GUIDES = [
   { name: '3ds', title: '3-D Secure: sessions, challenges, the built-in simulator and its test cards' },
   { name: 'orchestration', title: 'Orchestration: processors, the test processor, transaction and refund states' },
   { name: 'people', title: 'People: tenant members, invitations by e-mail, member sign-in' },
+  { name: 'console', title: 'The Console: the web interface for a tenant\'s members' },
   { name: 'webhooks', title: 'Webhooks (signed deliveries)' },
   { name: 'outbound', title: 'Outbound HTTP guard (SSRF protection)' },
   { name: 'security', title: 'Threat model: what each key, tenant and piece of code can and cannot do' },
