@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, type OffsetPage } from '../../api.ts';
-import { Badge, EmptyState, Loading, PageHeader, When } from '../../components/bits.tsx';
-import { OffsetPager } from '../../components/pager.tsx';
+import { Badge, EmptyState, PageHeader, When } from '../../components/bits.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 import { ProblemBanner } from '../../components/problem.tsx';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
@@ -19,30 +19,25 @@ export function ProxyList() {
       </PageHeader>
       <p class="muted">A proxy forwards requests sent to Coffer's <code>/proxy</code> to a destination, detokenizing <code>{'{{ token_id }}'}</code> expressions on the way.</p>
       <ProblemBanner error={error} />
-      {loading && !data && <Loading />}
-      {data && data.data.length === 0 && (
-        <EmptyState title="No proxies yet">
-          {can('proxy:create') && <p><a href={href('proxies', 'new')}>Create a proxy</a> to your processor's URL, then try a request through it.</p>}
-        </EmptyState>
-      )}
-      {data && data.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead><tr><th>Name</th><th>Destination</th><th>Auth</th><th>Modified</th></tr></thead>
-            <tbody>
-              {data.data.map((p) => (
-                <tr key={p.id}>
-                  <td><a href={href('proxies', p.id)}>{p.name}</a></td>
-                  <td><code>{p.destination_url}</code></td>
-                  <td>{p.require_auth ? <Badge>token:use needed</Badge> : <Badge tone="warn">anonymous</Badge>}</td>
-                  <td><When at={p.modified_at ?? p.created_at} /></td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <OffsetPager page={data?.pagination} onPage={setPage} />
+      <ListTable
+        data={data}
+        loading={loading}
+        onPage={setPage}
+        head={['Name', 'Destination', 'Auth', 'Modified']}
+        empty={
+          <EmptyState title="No proxies yet">
+            {can('proxy:create') && <p><a href={href('proxies', 'new')}>Create a proxy</a> to your processor's URL, then try a request through it.</p>}
+          </EmptyState>
+        }
+        row={(p) => (
+          <>
+            <td><a href={href('proxies', p.id)}>{p.name}</a></td>
+            <td><code>{p.destination_url}</code></td>
+            <td>{p.require_auth ? <Badge>token:use needed</Badge> : <Badge tone="warn">anonymous</Badge>}</td>
+            <td><When at={p.modified_at ?? p.created_at} /></td>
+          </>
+        )}
+      />
     </section>
   );
 }

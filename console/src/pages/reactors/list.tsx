@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks';
 import { api, type OffsetPage } from '../../api.ts';
-import { EmptyState, Loading, PageHeader, When } from '../../components/bits.tsx';
+import { EmptyState, PageHeader, When } from '../../components/bits.tsx';
 import { FormField } from '../../components/form-field.tsx';
-import { OffsetPager } from '../../components/pager.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../../components/problem.tsx';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
@@ -29,29 +29,24 @@ export function ReactorList() {
         <button type="submit">Filter</button>
       </form>
       {!errors['query.name'] && <ProblemBanner error={error} />}
-      {loading && !data && <Loading />}
-      {data && data.data.length === 0 && (
-        <EmptyState title={name ? 'No reactor has that name' : 'No reactors yet'}>
-          {can('reactor:create') && !name && <p><a href={href('reactors', 'new')}>Write your first reactor</a>: it starts from a working example you can run at once.</p>}
-        </EmptyState>
-      )}
-      {data && data.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead><tr><th>Name</th><th>Application</th><th>Modified</th></tr></thead>
-            <tbody>
-              {data.data.map((r) => (
-                <tr key={r.id}>
-                  <td><a href={href('reactors', r.id)}>{r.name}</a></td>
-                  <td>{r.application?.name ?? <span class="muted">none</span>}</td>
-                  <td><When at={r.modified_at ?? r.created_at} /></td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <OffsetPager page={data?.pagination} onPage={setPage} />
+      <ListTable
+        data={data}
+        loading={loading}
+        onPage={setPage}
+        head={['Name', 'Application', 'Modified']}
+        empty={
+          <EmptyState title={name ? 'No reactor has that name' : 'No reactors yet'}>
+            {can('reactor:create') && !name && <p><a href={href('reactors', 'new')}>Write your first reactor</a>: it starts from a working example you can run at once.</p>}
+          </EmptyState>
+        }
+        row={(r) => (
+          <>
+            <td><a href={href('reactors', r.id)}>{r.name}</a></td>
+            <td>{r.application?.name ?? <span class="muted">none</span>}</td>
+            <td><When at={r.modified_at ?? r.created_at} /></td>
+          </>
+        )}
+      />
     </section>
   );
 }

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, type OffsetPage } from '../../api.ts';
-import { Badge, EmptyState, Loading, PageHeader } from '../../components/bits.tsx';
-import { OffsetPager } from '../../components/pager.tsx';
+import { Badge, EmptyState, PageHeader } from '../../components/bits.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 import { ProblemBanner } from '../../components/problem.tsx';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
@@ -18,28 +18,23 @@ export function WebhookList() {
         {can('webhook:create') && <a class="button" href={href('webhooks', 'new')}>New webhook</a>}
       </PageHeader>
       <ProblemBanner error={error} />
-      {loading && !data && <Loading />}
-      {data && data.data.length === 0 && (
-        <EmptyState title="No webhooks yet">{can('webhook:create') && <p><a href={href('webhooks', 'new')}>Add an endpoint</a> to receive signed events: tokens created, transactions captured, members joining…</p>}</EmptyState>
-      )}
-      {data && data.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead><tr><th>Name</th><th>URL</th><th>Events</th><th>Status</th></tr></thead>
-            <tbody>
-              {data.data.map((w) => (
-                <tr key={w.id}>
-                  <td><a href={href('webhooks', w.id)}>{w.name}</a></td>
-                  <td><code>{w.url}</code></td>
-                  <td>{w.events.includes('*') ? 'all' : w.events.length}</td>
-                  <td><Badge tone={w.status === 'enabled' ? 'ok' : 'warn'}>{w.status}</Badge></td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <OffsetPager page={data?.pagination} onPage={setPage} />
+      <ListTable
+        data={data}
+        loading={loading}
+        onPage={setPage}
+        head={['Name', 'URL', 'Events', 'Status']}
+        empty={
+          <EmptyState title="No webhooks yet">{can('webhook:create') && <p><a href={href('webhooks', 'new')}>Add an endpoint</a> to receive signed events: tokens created, transactions captured, members joining…</p>}</EmptyState>
+        }
+        row={(w) => (
+          <>
+            <td><a href={href('webhooks', w.id)}>{w.name}</a></td>
+            <td><code>{w.url}</code></td>
+            <td>{w.events.includes('*') ? 'all' : w.events.length}</td>
+            <td><Badge tone={w.status === 'enabled' ? 'ok' : 'warn'}>{w.status}</Badge></td>
+          </>
+        )}
+      />
     </section>
   );
 }
