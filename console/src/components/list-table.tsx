@@ -1,19 +1,18 @@
 import type { ComponentChildren } from 'preact';
-import type { OffsetPage } from '../api.ts';
 import { Loading } from './bits.tsx';
-import { OffsetPager } from './pager.tsx';
 
 /**
- * A page-numbered list's body: "Loading…" until the first page comes, then `empty` (an
- * EmptyState) or the table — `head` its column titles, `row` the cells of one item — and the pager.
+ * A list's body: "Loading…" until the first page comes, then `empty` (an EmptyState) or the
+ * table — `head` its column titles, `row` the cells of one item — and `pager`, the list's own
+ * (an OffsetPager or a CursorPager).
  */
 export function ListTable<T extends { id: string }>(props: {
-  data: OffsetPage<T> | undefined;
+  data: { data: T[] } | undefined;
   loading: boolean;
   empty: ComponentChildren;
   head: string[];
   row: (item: T) => ComponentChildren;
-  onPage: (page: number) => void;
+  pager: ComponentChildren;
 }) {
   const { data } = props;
   return (
@@ -28,7 +27,7 @@ export function ListTable<T extends { id: string }>(props: {
           </table>
         </div>
       )}
-      <OffsetPager page={data?.pagination} onPage={props.onPage} />
+      {props.pager}
     </>
   );
 }

@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type CursorPage } from '../api.ts';
-import { EmptyState, Loading, PageHeader, When } from '../components/bits.tsx';
+import { EmptyState, PageHeader, When } from '../components/bits.tsx';
 import { FieldMessages, FormField } from '../components/form-field.tsx';
 import { CursorPager } from '../components/pager.tsx';
+import { ListTable } from '../components/list-table.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../components/problem.tsx';
 import { isoOf } from '../dates.ts';
 import { useLoad } from '../hooks.ts';
@@ -59,27 +60,24 @@ export function LogsPage(props: { query: URLSearchParams }) {
       </form>
       <FieldMessages errors={errors} except={shown} />
       {Object.keys(errors).length === 0 && <ProblemBanner error={error} />}
-      {loading && !data && <Loading />}
-      {data && data.data.length === 0 && <EmptyState title="Nothing logged matches">Every change to the tenant is written here: try wider filters.</EmptyState>}
-      {data && data.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead><tr><th>When</th><th>Entity</th><th>Operation</th><th>Message</th><th>Actor</th></tr></thead>
-            <tbody>
-              {data.data.map((l) => (
-                <tr key={l.id}>
-                  <td><When at={l.created_at} /></td>
-                  <td>{l.entity_type}{l.entity_id && <><br /><code>{l.entity_id}</code></>}</td>
-                  <td>{l.operation}</td>
-                  <td>{l.message}</td>
-                  <td>{l.actor_type ?? '—'}{l.actor_id && <><br /><code>{l.actor_id}</code></>}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <CursorPager page={data?.pagination} atStart={cursors.length === 0} onFirst={() => setCursors([])} onNext={(c) => setCursors([...cursors, c])} />
+      <ListTable
+        data={data}
+        loading={loading}
+        head={['When', 'Entity', 'Operation', 'Message', 'Actor']}
+        empty={
+          <EmptyState title="Nothing logged matches">Every change to the tenant is written here: try wider filters.</EmptyState>
+        }
+        row={(l) => (
+          <>
+            <td><When at={l.created_at} /></td>
+            <td>{l.entity_type}{l.entity_id && <><br /><code>{l.entity_id}</code></>}</td>
+            <td>{l.operation}</td>
+            <td>{l.message}</td>
+            <td>{l.actor_type ?? '—'}{l.actor_id && <><br /><code>{l.actor_id}</code></>}</td>
+          </>
+        )}
+        pager={<CursorPager page={data?.pagination} atStart={cursors.length === 0} onFirst={() => setCursors([])} onNext={(c) => setCursors([...cursors, c])} />}
+      />
     </section>
   );
 }

@@ -24,6 +24,10 @@ const PAYMENT_READS = ['token-intent:read', '3ds:session:read'];
  * which only OWNER and ADMIN may ask for (see revealAllowed).
  */
 export function roleAccess(role: MemberRole): RoleAccess {
+  return ROLE_ACCESS[role];
+}
+
+function accessOf(role: MemberRole): RoleAccess {
   const all = permissionsFor('management').map((p) => p.type);
   const management = role === 'READ_ONLY' ? all.filter((p) => p.endsWith(':read')) : all;
   return {
@@ -31,6 +35,9 @@ export function roleAccess(role: MemberRole): RoleAccess {
     rules: [{ description: `The ${role} role's view of tokens`, priority: 1, transform: 'mask', permissions: TOKEN_PERMISSIONS[role] }],
   };
 }
+
+/** Made once: every signed-in request's principal takes its role's. Nothing changes them after. */
+const ROLE_ACCESS: Record<MemberRole, RoleAccess> = { OWNER: accessOf('OWNER'), ADMIN: accessOf('ADMIN'), READ_ONLY: accessOf('READ_ONLY') };
 
 /** Every permission a role holds, management and token ones alike: what GET /me lists. */
 export function rolePermissions(role: MemberRole): string[] {

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { CSRF_COOKIE, CSRF_HEADER, parseCookies } from '../../http/cookies.ts';
+import { CSRF_COOKIE, CSRF_HEADER, parseCookies, SESSION_COOKIE } from '../../http/cookies.ts';
 import { ApiError } from '../../http/errors.ts';
 import type { TokenBuckets } from '../../http/rate-limit.ts';
 import { problem, Timestamp, Uuid } from '../../http/schemas.ts';
@@ -123,9 +123,10 @@ export function registerSigninRoutes(app: FastifyInstance, deps: { signin: Signi
       },
     }, async (request, reply) => {
       // Members only, with the CSRF header like every call a signed-in member makes.
-      const cookie = sessionCookie(request) ?? '';
+      const cookies = parseCookies(request.headers.cookie);
+      const cookie = cookies.get(SESSION_COOKIE) ?? '';
       const csrf = request.headers[CSRF_HEADER];
-      const current = await signin.authenticate(cookie, Array.isArray(csrf) ? csrf[0] : csrf, parseCookies(request.headers.cookie).get(CSRF_COOKIE));
+      const current = await signin.authenticate(cookie, Array.isArray(csrf) ? csrf[0] : csrf, cookies.get(CSRF_COOKIE));
       const session = await signin.switchTenant(current, cookie, request.body.tenant_id.toLowerCase());
       setSessionCookies(reply, session, secure());
       return signin.me(session.cookie);

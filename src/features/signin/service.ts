@@ -116,7 +116,8 @@ export function createSigninService(deps: {
      * session starts there (new cookies) and the one the request came with ends, in one transaction.
      */
     async switchTenant(current: Principal, cookie: string, tenantId: string): Promise<StartedSession> {
-      const userId = current.member?.userId ?? current.actorId;
+      // A member's actor is its user.
+      const userId = current.actorId;
       const member = await members.ofUser(tenantId, userId);
       if (!member) throw ApiError.field('body.tenant_id', 'is not a tenant you are a member of (GET /me lists yours)');
       const old = parseLinkSecret(cookie);

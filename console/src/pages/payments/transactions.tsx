@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api } from '../../api.ts';
 import { Badge, EmptyState, Facts, Json, Loading, PageHeader, When } from '../../components/bits.tsx';
 import { FieldMessages, FormField } from '../../components/form-field.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../../components/problem.tsx';
 import { isoOf } from '../../dates.ts';
 import { useLoad } from '../../hooks.ts';
@@ -75,30 +76,29 @@ function TransactionList() {
       </form>
       <FieldMessages errors={errors} except={['query.status', 'query.external_identifier', 'query.amount_gte', 'query.amount_lte', 'query.created_at_gte', 'query.created_at_lte']} />
       {Object.keys(errors).length === 0 && <ProblemBanner error={error} />}
-      {loading && !data && <Loading />}
-      {data && data.data.length === 0 && <EmptyState title="No transactions">Transactions appear here once your back end creates them (POST /orchestration/transactions, with a connection to a processor).</EmptyState>}
-      {data && data.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead><tr><th>Created</th><th>Amount</th><th>Status</th><th>Card</th><th>External ID</th></tr></thead>
-            <tbody>
-              {data.data.map((t) => (
-                <tr key={t.id}>
-                  <td><a href={href('transactions', t.id)}><When at={t.created_at} /></a></td>
-                  <td>{money(t.amount, t.currency)}</td>
-                  <td><Badge tone={TONE(t.status)}>{t.status}</Badge></td>
-                  <td>{t.payment_method.scheme ?? 'card'} ···· {t.payment_method.last4}</td>
-                  <td>{t.external_identifier ?? '—'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <nav class="pager" aria-label="Pages">
-        {cursors.length > 0 && <button type="button" class="secondary" onClick={() => setCursors([])}>First page</button>}
-        {data?.pagination.next_cursor && <button type="button" onClick={() => setCursors([...cursors, data.pagination.next_cursor!])}>Next</button>}
-      </nav>
+      <ListTable
+        data={data}
+        loading={loading}
+        head={['Created', 'Amount', 'Status', 'Card', 'External ID']}
+        empty={
+          <EmptyState title="No transactions">Transactions appear here once your back end creates them (POST /orchestration/transactions, with a connection to a processor).</EmptyState>
+        }
+        row={(t) => (
+          <>
+            <td><a href={href('transactions', t.id)}><When at={t.created_at} /></a></td>
+            <td>{money(t.amount, t.currency)}</td>
+            <td><Badge tone={TONE(t.status)}>{t.status}</Badge></td>
+            <td>{t.payment_method.scheme ?? 'card'} ···· {t.payment_method.last4}</td>
+            <td>{t.external_identifier ?? '—'}</td>
+          </>
+        )}
+        pager={
+          <nav class="pager" aria-label="Pages">
+            {cursors.length > 0 && <button type="button" class="secondary" onClick={() => setCursors([])}>First page</button>}
+            {data?.pagination.next_cursor && <button type="button" onClick={() => setCursors([...cursors, data.pagination.next_cursor!])}>Next</button>}
+          </nav>
+        }
+      />
     </section>
   );
 }

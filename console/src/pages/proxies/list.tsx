@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, type OffsetPage } from '../../api.ts';
 import { Badge, EmptyState, PageHeader, When } from '../../components/bits.tsx';
 import { ListTable } from '../../components/list-table.tsx';
+import { OffsetPager } from '../../components/pager.tsx';
 import { ProblemBanner } from '../../components/problem.tsx';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
@@ -22,7 +23,7 @@ export function ProxyList() {
       <ListTable
         data={data}
         loading={loading}
-        onPage={setPage}
+        pager={<OffsetPager page={data?.pagination} onPage={setPage} />}
         head={['Name', 'Destination', 'Auth', 'Modified']}
         empty={
           <EmptyState title="No proxies yet">

@@ -3,6 +3,7 @@ import { api, type OffsetPage } from '../../api.ts';
 import { EmptyState, PageHeader, When } from '../../components/bits.tsx';
 import { FormField } from '../../components/form-field.tsx';
 import { ListTable } from '../../components/list-table.tsx';
+import { OffsetPager } from '../../components/pager.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../../components/problem.tsx';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
@@ -32,7 +33,7 @@ export function ReactorList() {
       <ListTable
         data={data}
         loading={loading}
-        onPage={setPage}
+        pager={<OffsetPager page={data?.pagination} onPage={setPage} />}
         head={['Name', 'Application', 'Modified']}
         empty={
           <EmptyState title={name ? 'No reactor has that name' : 'No reactors yet'}>

@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks';
 import { api, type CursorPage } from '../../api.ts';
-import { Badge, EmptyState, Loading, PageHeader, When } from '../../components/bits.tsx';
+import { Badge, EmptyState, PageHeader, When } from '../../components/bits.tsx';
 import { FormField } from '../../components/form-field.tsx';
 import { CursorPager } from '../../components/pager.tsx';
+import { ListTable } from '../../components/list-table.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../../components/problem.tsx';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
@@ -38,31 +39,26 @@ export function TokenSearch(props: { initialQuery: string }) {
         <button type="submit">Search</button>
       </form>
       {!errors['body.query'] && <ProblemBanner error={error} />}
-      {loading && !data && <Loading />}
-      {data && data.data.length === 0 && (
-        <EmptyState title={query ? 'No token matches' : 'The vault is empty'}>
-          {query ? <p>Try fewer terms.</p> : can('token:create') ? <p><a href={href('tokens', 'new')}>Create a token</a>, or let your application tokenize data with its key.</p> : <p>Tokens appear here once your applications create them.</p>}
-        </EmptyState>
-      )}
-      {data && data.data.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <thead><tr><th>ID</th><th>Type</th><th>Data (masked)</th><th>Containers</th><th>Created</th></tr></thead>
-            <tbody>
-              {data.data.map((t) => (
-                <tr key={t.id}>
-                  <td><a href={href('tokens', t.id)}><code>{t.id}</code></a></td>
-                  <td><Badge>{t.type}</Badge></td>
-                  <td class="masked">{t.data === undefined ? <span class="muted">hidden</span> : typeof t.data === 'string' ? t.data : JSON.stringify(t.data)}</td>
-                  <td>{t.containers.join(', ')}</td>
-                  <td><When at={t.created_at} /></td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      <CursorPager page={data?.pagination} atStart={cursors.length === 0} onFirst={() => setCursors([])} onNext={(c) => setCursors([...cursors, c])} />
+      <ListTable
+        data={data}
+        loading={loading}
+        head={['ID', 'Type', 'Data (masked)', 'Containers', 'Created']}
+        empty={
+          <EmptyState title={query ? 'No token matches' : 'The vault is empty'}>
+            {query ? <p>Try fewer terms.</p> : can('token:create') ? <p><a href={href('tokens', 'new')}>Create a token</a>, or let your application tokenize data with its key.</p> : <p>Tokens appear here once your applications create them.</p>}
+          </EmptyState>
+        }
+        row={(t) => (
+          <>
+            <td><a href={href('tokens', t.id)}><code>{t.id}</code></a></td>
+            <td><Badge>{t.type}</Badge></td>
+            <td class="masked">{t.data === undefined ? <span class="muted">hidden</span> : typeof t.data === 'string' ? t.data : JSON.stringify(t.data)}</td>
+            <td>{t.containers.join(', ')}</td>
+            <td><When at={t.created_at} /></td>
+          </>
+        )}
+        pager={<CursorPager page={data?.pagination} atStart={cursors.length === 0} onFirst={() => setCursors([])} onNext={(c) => setCursors([...cursors, c])} />}
+      />
     </section>
   );
 }

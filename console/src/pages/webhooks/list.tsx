@@ -2,6 +2,7 @@ import { useState } from 'preact/hooks';
 import { api, type OffsetPage } from '../../api.ts';
 import { Badge, EmptyState, PageHeader } from '../../components/bits.tsx';
 import { ListTable } from '../../components/list-table.tsx';
+import { OffsetPager } from '../../components/pager.tsx';
 import { ProblemBanner } from '../../components/problem.tsx';
 import { useLoad } from '../../hooks.ts';
 import { href } from '../../router.ts';
@@ -21,7 +22,7 @@ export function WebhookList() {
       <ListTable
         data={data}
         loading={loading}
-        onPage={setPage}
+        pager={<OffsetPager page={data?.pagination} onPage={setPage} />}
         head={['Name', 'URL', 'Events', 'Status']}
         empty={
           <EmptyState title="No webhooks yet">{can('webhook:create') && <p><a href={href('webhooks', 'new')}>Add an endpoint</a> to receive signed events: tokens created, transactions captured, members joining…</p>}</EmptyState>
