@@ -28,7 +28,8 @@ describe('timers', () => {
       ['shorter delays fire first', order(`setTimeout(() => order.push(30), 30); setTimeout(() => order.push(10), 10); setTimeout(() => order.push(20), 20)`)],
       ['clearTimeout of unknown ids is ignored', `clearTimeout(); clearTimeout(undefined); clearTimeout(null); clearTimeout(123456); clearTimeout({}); clearTimeout('x'); clearInterval(-1); return 'ok';`],
       ['clearTimeout cancels', order(`const id = setTimeout(() => order.push('cancelled'), 5); setTimeout(() => order.push('kept'), 5); clearTimeout(id)`)],
-      ['clearTimeout clears an interval', order(`const id = setInterval(() => order.push('tick'), 5); setTimeout(() => clearTimeout(id), 22)`, 60).replace('return order;', 'return order.length > 1 && order.length < 6;')],
+      // Cleared from its own second tick, so the count does not hang on how busy the host is.
+      ['clearTimeout clears an interval', order(`let n = 0; const id = setInterval(() => { order.push(++n); if (n === 2) clearTimeout(id); }, 2)`)],
       ['clearInterval clears a timeout', order(`const id = setTimeout(() => order.push('cancelled'), 5); clearInterval(id)`)],
       ['a timeout cleared in its own callback', order(`const id = setTimeout(() => { clearTimeout(id); order.push('ran'); }, 1)`)],
       ['an interval cleared in its own callback', order(`let n = 0; const id = setInterval(() => { order.push(++n); if (n === 3) clearInterval(id); }, 2)`)],
