@@ -24,7 +24,7 @@ const attempts: Attempt[] = [
   { name: 'returning a thenable that never calls back', code: 'module.exports = async () => ({ then() {} });', expect: { status: 408, kind: 'timeout' } },
   { name: 'a memory bomb', code: 'module.exports = async () => { let s = []; for (;;) s.push({ a: Math.random(), b: [1, 2, 3] }); };', expect: { status: 422, kind: 'memory' }, limits: { memoryMb: 16, timeoutMs: 20_000 } },
   { name: 'a string-doubling bomb', code: "module.exports = async () => { let s = 'x'; for (;;) s = s + s + Math.random(); };", expect: { status: 422, kind: 'memory' }, limits: { memoryMb: 16, timeoutMs: 20_000 } },
-  { name: 'deep recursion', code: 'module.exports = async () => { const f = (n) => f(n + 1) + 1; return f(0); };', expect: { status: 422, kind: 'user_error', detail: /Maximum call stack size exceeded/ } },
+  { name: 'deep recursion', code: 'module.exports = async () => { const f = (n) => f(n + 1) + 1; return f(0); };', expect: { status: 422, kind: 'user_error', detail: /Maximum call stack size exceeded/ }, limits: { timeoutMs: 10_000 } },
   {
     name: "this.constructor.constructor('return process')()",
     code: "module.exports = async function () { const p = this.constructor.constructor('return process')(); return p.mainModule.require('child_process').execSync('id').toString(); };",
