@@ -324,6 +324,25 @@ describe('globals the code replaces do not break the next call', () => {
     assert.deepEqual(value(await go()), [2, good, 2], 'the code’s own globals persist; the runtime’s are back');
   });
 
+  it('a global left holding its own value, but as an accessor or with other attributes, is put back too', async () => {
+    const go = keyed(`let calls = 0;
+      module.exports = async () => {
+        calls += 1;
+        const d = (o, n) => { const x = Object.getOwnPropertyDescriptor(o, n); return [typeof x.value, x.writable, x.enumerable, x.configurable, 'get' in x]; };
+        const seen = [d(globalThis, 'setTimeout'), d(globalThis, 'URL'), d(globalThis, 'JSON'), d(JSON, 'parse')];
+        const { setTimeout: t, URL: u, JSON: j } = globalThis, parse = JSON.parse;
+        Object.defineProperty(globalThis, 'setTimeout', { value: t, writable: false, enumerable: true });
+        Object.defineProperty(globalThis, 'URL', { get: () => u, configurable: true });
+        Object.defineProperty(globalThis, 'JSON', { value: j, enumerable: true });
+        Object.defineProperty(JSON, 'parse', { value: parse, writable: false });
+        return [calls, seen];
+      };`);
+    const installed = (type: string) => [type, true, false, true, false];
+    const good = [installed('function'), installed('function'), installed('object'), installed('function')];
+    assert.deepEqual(value(await go()), [1, good]);
+    assert.deepEqual(value(await go()), [2, good], 'put back, in the same context');
+  });
+
   it('the error classes and the objects behind crypto are frozen at install', async () => {
     const go = keyed(`const e = require('@coffer/errors');
       module.exports = async () => [Object.values(e).every((C) => Object.isFrozen(C) && Object.isFrozen(C.prototype)), Object.isFrozen(crypto), Object.isFrozen(crypto.subtle)];`);

@@ -159,6 +159,16 @@ const jsonDescriptors = [];
 for (let i = 0; i < jsonNames.length; i++) jsonDescriptors[i] = { __proto__: null, ...getOwnPropertyDescriptor($JSON, jsonNames[i]) };
 
 /**
+ * Whether `name` is still the writable, configurable data property installed with `value`.
+ * Only then is it left as it is: redefining a global, even to the same value, costs V8 the
+ * code it optimized for the old binding, the runtime's and the user's alike, on every call.
+ */
+function holds(obj, name, value, enumerable = false) {
+  const d = getOwnPropertyDescriptor(obj, name);
+  return d !== undefined && hasOwn(d, 'value') && d.value === value && d.writable === true && d.enumerable === enumerable && d.configurable === true;
+}
+
+/**
  * Between calls: every global the runtime installed gets its binding back (console a new
  * object), and JSON its binding and methods, whatever the last call did to them. False when
  * one cannot be put back (code made it non-configurable, or froze globalThis): the host then
@@ -168,10 +178,14 @@ function reinstallGlobals() {
   try {
     for (let i = 0; i < installedNames.length; i++) {
       const name = installedNames[i];
-      setOwn(G, name, name === 'console' ? makeConsole() : installedValues[i], false);
+      if (name === 'console') setOwn(G, name, makeConsole(), false);
+      else if (!holds(G, name, installedValues[i])) setOwn(G, name, installedValues[i], false);
     }
-    setOwn(G, 'JSON', $JSON, false);
-    for (let i = 0; i < jsonNames.length; i++) defineProperty($JSON, jsonNames[i], jsonDescriptors[i]);
+    if (!holds(G, 'JSON', $JSON)) setOwn(G, 'JSON', $JSON, false);
+    for (let i = 0; i < jsonNames.length; i++) {
+      const want = jsonDescriptors[i];
+      if (!holds($JSON, jsonNames[i], want.value, want.enumerable)) defineProperty($JSON, jsonNames[i], want);
+    }
     for (let i = 0; i < installedNames.length; i++) {
       if (installedNames[i] !== 'console' && G[installedNames[i]] !== installedValues[i]) return false;
     }
