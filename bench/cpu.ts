@@ -12,8 +12,8 @@ import fs from 'node:fs';
 import { processesUnder } from './rss.ts';
 
 /** CPU seconds so far by pid, for the parts made of several processes; single numbers for the rest. */
-export type CpuReading = { coffer: Map<number, number>; main: Map<number, number>; postgres: Map<number, number>; bench: number; baseline: number; minimal: Map<number, number> };
-export type CpuPerRequest = { coffer: number; main: number; postgres: number; bench: number; baseline: number; minimal: number; total: number };
+export type CpuReading = { coffer: Map<number, number>; main: Map<number, number>; sandbox: Map<number, number>; postgres: Map<number, number>; bench: number; baseline: number; minimal: Map<number, number> };
+export type CpuPerRequest = { coffer: number; main: number; sandbox: number; postgres: number; bench: number; baseline: number; minimal: number; total: number };
 
 /**
  * utime + stime of /proc/<path>/stat (a process, or `<pid>/task/<tid>` for one thread), in
@@ -30,6 +30,15 @@ export function statSeconds(path: string): number | undefined {
   }
 }
 
+/** Whether `pid` runs Coffer's sandbox process (its command line names the child's module). */
+function isSandboxProcess(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('sandbox/process/child');
+  } catch {
+    return false;
+  }
+}
+
 /** The CPU time so far of each part; undefined where /proc has none (not Linux). */
 export function cpuSeconds(coffer: number, baseline: number, minimal: number[] = []): CpuReading | undefined {
   if (!fs.existsSync(`/proc/${coffer}/stat`)) return undefined;
@@ -38,6 +47,8 @@ export function cpuSeconds(coffer: number, baseline: number, minimal: number[] =
   return {
     coffer: new Map(service.map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
     main: new Map(service.map((p) => [p.pid, statSeconds(`${p.pid}/task/${p.pid}`) ?? 0])),
+    // Coffer's sandbox processes (src/sandbox/process/child.ts), every thread: part of `coffer`.
+    sandbox: new Map(service.filter((p) => isSandboxProcess(p.pid)).map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
     postgres: new Map(database.map((p) => [p.pid, statSeconds(String(p.pid)) ?? 0])),
     bench: (own.user + own.system) / 1e6,
     baseline: statSeconds(String(baseline)) ?? 0,
@@ -64,6 +75,7 @@ export function perRequest(before: CpuReading | undefined, after: CpuReading | u
   const out = {
     coffer: us(spent(before.coffer, after.coffer)),
     main: us(spent(before.main, after.main)),
+    sandbox: us(spent(before.sandbox, after.sandbox)),
     postgres: us(spent(before.postgres, after.postgres)),
     bench: us(after.bench - before.bench),
     baseline: us(Math.max(0, after.baseline - before.baseline)),

@@ -528,8 +528,8 @@ function cpuReport(rows: [string, CpuPerRequest | undefined][], of = 'each scena
   if (known.length === 0) return '';
   const width = Math.max(...known.map(([name]) => name.length));
   return (
-    `CPU time per request in µs, ${of}: Coffer (its event-loop threads), PostgreSQL, bench (autocannon), baseline child, minimal program (with its sandbox process); total\n` +
-    known.map(([name, c]) => `  ${name.padEnd(width)}  ${c.coffer} (${c.main}), ${c.postgres}, ${c.bench}, ${c.baseline}, ${c.minimal}; ${c.total}\n`).join('')
+    `CPU time per request in µs, ${of}: Coffer (its event-loop threads; its sandbox processes), PostgreSQL, bench (autocannon), baseline child, minimal program (with its sandbox process); total\n` +
+    known.map(([name, c]) => `  ${name.padEnd(width)}  ${c.coffer} (${c.main}; ${c.sandbox}), ${c.postgres}, ${c.bench}, ${c.baseline}, ${c.minimal}; ${c.total}\n`).join('')
   );
 }
 

@@ -6,6 +6,7 @@
  */
 import { IsolateSandbox } from '../isolates.ts';
 import type { FetchBridge, FetchRequest, FetchResponse, SdkHost } from '../types.ts';
+import { Outbox, unbatch, type Batch } from './outbox.ts';
 import type { CallFailure, CallMessage, ChildOptions, FromChild, RunMessage, ToChild } from './protocol.ts';
 
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
@@ -15,9 +16,13 @@ type Pending = { resolve: (json: string | undefined) => void; reject: (err: unkn
 const pending = new Map<string, Pending>();
 let nextCall = 0;
 
-function send(message: FromChild): void {
+const outbox = new Outbox<FromChild>((message) => {
   // Nothing to send to once the API process is gone; this process ends with its channel.
   if (process.connected) process.send!(message);
+});
+
+function send(message: FromChild): void {
+  outbox.push(message);
 }
 
 /** Asks the API process; settles with the value's JSON, or rejects with the failure as exposeError reads it. */
@@ -64,7 +69,11 @@ async function start(m: RunMessage): Promise<void> {
   send({ t: 'done', run: m.run, result, stats: { warmIsolates: engine.warmIsolates, warmBytes: engine.warmBytes } });
 }
 
-process.on('message', (message: ToChild) => {
+process.on('message', (m: ToChild | Batch<ToChild>) => {
+  for (const message of unbatch(m)) receive(message);
+});
+
+function receive(message: ToChild): void {
   if (message.t === 'run') {
     void start(message);
   } else if (message.t === 'reply') {
@@ -75,7 +84,7 @@ process.on('message', (message: ToChild) => {
     if (message.ok) p.resolve(message.json);
     else p.reject(hostError(message.error));
   }
-});
+}
 // The API process is gone (or let this one go): nothing is left to run for.
 process.on('disconnect', () => {
   void engine.dispose(1000).finally(() => process.exit(0));

@@ -8,6 +8,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import type { RunRequest, RunResult } from '../types.ts';
+import { Outbox, unbatch, type Batch } from './outbox.ts';
 import type { CallFailure, CallMessage, ChildOptions, FromChild, ReplyMessage, Stats, ToChild } from './protocol.ts';
 
 const CHILD = path.join(import.meta.dirname, 'child.ts');
@@ -60,6 +61,7 @@ export class SandboxProcess {
   readonly #child: ChildProcess;
   readonly #runs = new Map<number, Entry>();
   readonly #perform: CallPerformer;
+  readonly #outbox = new Outbox<ToChild>((m) => this.#write(m));
   readonly #ready: Promise<boolean>;
   #nextRun = 0;
   /** Runs waiting for the process to be ready. */
@@ -102,10 +104,12 @@ export class SandboxProcess {
     this.#idle();
     let ready!: (ok: boolean) => void;
     this.#ready = new Promise((resolve) => (ready = resolve));
-    this.#child.on('message', (m: FromChild) => {
-      if (m.t === 'ready') ready(true);
-      else if (m.t === 'done') this.#done(m.run, m.result, m.stats);
-      else if (m.t === 'call') this.#call(m);
+    this.#child.on('message', (batch: FromChild | Batch<FromChild>) => {
+      for (const m of unbatch(batch)) {
+        if (m.t === 'ready') ready(true);
+        else if (m.t === 'done') this.#done(m.run, m.result, m.stats);
+        else if (m.t === 'call') this.#call(m);
+      }
     });
     this.#child.on('error', () => this.#child.kill('SIGKILL'));
     // Handled once what it wrote to stderr has been read (its pipe ended; 'close' never comes for
@@ -215,6 +219,10 @@ export class SandboxProcess {
   }
 
   #send(m: ToChild): void {
+    this.#outbox.push(m);
+  }
+
+  #write(m: ToChild | Batch<ToChild>): void {
     if (this.#dead || !this.#child.connected) return;
     try {
       this.#child.send(m);

@@ -1,6 +1,6 @@
 /**
  * The messages between the API process and a sandbox process (./child.ts), sent over Node's
- * IPC channel with V8 serialisation. Only plain data crosses: the API process keeps the SDK
+ * IPC channel as JSON, several at once as a batch (./outbox.ts). Only plain data crosses: the API process keeps the SDK
  * and fetch functions of each run, and the sandbox process asks for them by name.
  */
 import type { FetchRequest, RunResult, SandboxLimits } from '../types.ts';
