@@ -14,6 +14,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
 import type { AnswerMessage, CallMessage } from './minimal-isolate.ts';
+import { SANDBOX_EXEC_ARGV } from '../src/sandbox/process/host.ts';
 
 /** Coffer's defaults: DATABASE_POOL_SIZE, SANDBOX_NICE. */
 const POOL_SIZE = 20;
@@ -28,9 +29,9 @@ export async function createMinimalReact(opts: { code: string; db: pg.PoolConfig
   pool.on('error', () => {}); // an idle client dropped when the database stops is not a finding
   // Coffer's audit table, indexes included (not its foreign key: there is no tenant here).
   await pool.query(`CREATE TABLE IF NOT EXISTS ${AUDIT_TABLE} (LIKE audit_events INCLUDING DEFAULTS INCLUDING INDEXES)`);
-  // Coffer forks its sandbox processes with this one flag and none of its own Node flags.
+  // With the flags Coffer forks its sandbox processes with, and none of its own others.
   const child = fork(path.join(import.meta.dirname, 'minimal-isolate.ts'), [], {
-    execArgv: ['--disable-warning=ExperimentalWarning'],
+    execArgv: SANDBOX_EXEC_ARGV,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     serialization: 'json',
   });

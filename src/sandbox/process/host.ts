@@ -60,6 +60,9 @@ function sandboxEnv(): NodeJS.ProcessEnv {
  */
 const HEAP_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50', '--no-allocation-site-pretenuring'];
 
+/** A sandbox process's Node flags (none of the API process's others). */
+export const SANDBOX_EXEC_ARGV = ['--disable-warning=ExperimentalWarning', ...HEAP_FLAGS];
+
 /** How long past a run's own time limit its process may stay silent before it is taken for hung. */
 export const HUNG_GRACE_MS = 10_000;
 const STDERR_TAIL = 4096;
@@ -90,7 +93,7 @@ export class SandboxProcess {
   }) {
     this.#perform = opts.perform;
     this.#child = fork(CHILD, [JSON.stringify(opts.child)], {
-      execArgv: ['--disable-warning=ExperimentalWarning', ...HEAP_FLAGS],
+      execArgv: SANDBOX_EXEC_ARGV,
       env: sandboxEnv(),
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'json',
