@@ -8,6 +8,7 @@
  * between calls is its runtime (console, timers, fetch, crypto), of which this has none.
  */
 import ivm from 'isolated-vm';
+import { isolateHeapDefaults } from '../src/sandbox/process/heap-flags.ts';
 
 export const MEMORY_MB = 128;
 export const TIMEOUT_MS = 30_000;
@@ -16,6 +17,8 @@ export const TIMEOUT_MS = 30_000;
 export type CallMessage = { id: number; code: string; req: string };
 export type AnswerMessage = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: string };
 
+// Forked with Coffer's sandbox flags: its isolate's heap is sized as Coffer's are.
+isolateHeapDefaults();
 let isolate = new ivm.Isolate({ memoryLimit: MEMORY_MB });
 let loaded: { code: string; fn: ivm.Reference<(req: string) => Promise<unknown>> } | undefined;
 

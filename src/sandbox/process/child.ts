@@ -6,9 +6,11 @@
  */
 import { IsolateSandbox } from '../isolates.ts';
 import type { FetchBridge, FetchRequest, FetchResponse, SdkHost } from '../types.ts';
+import { isolateHeapDefaults } from './heap-flags.ts';
 import { Outbox, unbatch, type Batch } from './outbox.ts';
 import type { CallFailure, CallMessage, ChildOptions, FromChild, RunMessage, ToChild } from './protocol.ts';
 
+isolateHeapDefaults();
 const options = JSON.parse(process.argv[2] ?? '{}') as ChildOptions;
 const engine = new IsolateSandbox(options);
 

@@ -8,6 +8,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import type { RunRequest, RunResult } from '../types.ts';
+import { HEAP_FLAGS } from './heap-flags.ts';
 import { Outbox, unbatch, type Batch } from './outbox.ts';
 import type { CallFailure, CallMessage, ChildOptions, FromChild, ReplyMessage, Stats, ToChild } from './protocol.ts';
 
@@ -53,14 +54,8 @@ function sandboxEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => keep.test(k)));
 }
 
-/**
- * The API process's V8 heap flags (bin/coffer.js, docs/decisions.md), for the sandbox process's
- * own heap (not its isolates', which their memory limits bound): without them, 120,000 warm
- * runs grew it to ~150 MB around 10–40 MB in use, and the process to ~265 MB instead of ~165.
- */
-const HEAP_FLAGS = ['--max-semi-space-size=8', '--heap-growing-percent=50', '--no-allocation-site-pretenuring'];
 
-/** A sandbox process's Node flags (none of the API process's others). */
+/** A sandbox process's Node flags: its heap's (./heap-flags.ts), none of the API process's others. */
 export const SANDBOX_EXEC_ARGV = ['--disable-warning=ExperimentalWarning', ...HEAP_FLAGS];
 
 /** How long past a run's own time limit its process may stay silent before it is taken for hung. */
