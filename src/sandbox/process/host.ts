@@ -54,7 +54,6 @@ function sandboxEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([k]) => keep.test(k)));
 }
 
-
 /** A sandbox process's Node flags: its heap's (./heap-flags.ts), none of the API process's others. */
 export const SANDBOX_EXEC_ARGV = ['--disable-warning=ExperimentalWarning', ...HEAP_FLAGS];
 
