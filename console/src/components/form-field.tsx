@@ -54,3 +54,29 @@ export function FieldMessages(props: { errors: FieldErrors; except: string[] }) 
     </ul>
   );
 }
+
+/**
+ * One filter of a list page: an input bound to `draft[name]`, in a FormField. A page keeps its
+ * filters as one draft object, applied when its form is submitted.
+ */
+export function DraftInput<D extends Record<string, string>>(props: {
+  label: string;
+  path: string;
+  errors: FieldErrors;
+  id: string;
+  draft: D;
+  name: keyof D & string;
+  setDraft: (draft: D) => void;
+  type?: 'datetime-local';
+  inputMode?: 'numeric';
+}) {
+  const { draft, name, setDraft } = props;
+  const onInput = (e: { currentTarget: HTMLInputElement }) => setDraft({ ...draft, [name]: e.currentTarget.value });
+  return (
+    <FormField label={props.label} path={props.path} errors={props.errors} id={props.id}>
+      {props.type === 'datetime-local'
+        ? <input id={props.id} type="datetime-local" value={draft[name]} onInput={onInput} />
+        : <input id={props.id} inputMode={props.inputMode} value={draft[name]} onInput={onInput} />}
+    </FormField>
+  );
+}

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, type CursorPage } from '../api.ts';
 import { EmptyState, PageHeader, When } from '../components/bits.tsx';
-import { FieldMessages, FormField } from '../components/form-field.tsx';
+import { DraftInput, FieldMessages, FormField } from '../components/form-field.tsx';
 import { CursorPager } from '../components/pager.tsx';
 import { ListTable } from '../components/list-table.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../components/problem.tsx';
@@ -47,15 +47,9 @@ export function LogsPage(props: { query: URLSearchParams }) {
             {(types.data ?? []).map((t) => <option key={t} value={t}>{t}</option>)}
           </select>
         </FormField>
-        <FormField label="Entity ID" path="query.entity_id" errors={errors} id="log-id">
-          <input id="log-id" value={draft.entity_id} onInput={(e) => setDraft({ ...draft, entity_id: e.currentTarget.value })} />
-        </FormField>
-        <FormField label="From" path="query.start_date" errors={errors} id="log-start">
-          <input id="log-start" type="datetime-local" value={draft.start} onInput={(e) => setDraft({ ...draft, start: e.currentTarget.value })} />
-        </FormField>
-        <FormField label="To" path="query.end_date" errors={errors} id="log-end">
-          <input id="log-end" type="datetime-local" value={draft.end} onInput={(e) => setDraft({ ...draft, end: e.currentTarget.value })} />
-        </FormField>
+        <DraftInput label="Entity ID" path="query.entity_id" errors={errors} id="log-id" draft={draft} name="entity_id" setDraft={setDraft} />
+        <DraftInput label="From" path="query.start_date" errors={errors} id="log-start" type="datetime-local" draft={draft} name="start" setDraft={setDraft} />
+        <DraftInput label="To" path="query.end_date" errors={errors} id="log-end" type="datetime-local" draft={draft} name="end" setDraft={setDraft} />
         <button type="submit">Filter</button>
       </form>
       <FieldMessages errors={errors} except={shown} />

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api } from '../../api.ts';
 import { Badge, EmptyState, Facts, Json, Loading, PageHeader, When } from '../../components/bits.tsx';
-import { FieldMessages, FormField } from '../../components/form-field.tsx';
+import { DraftInput, FieldMessages, FormField } from '../../components/form-field.tsx';
 import { ListTable } from '../../components/list-table.tsx';
 import { fieldErrorsOf, ProblemBanner } from '../../components/problem.tsx';
 import { isoOf } from '../../dates.ts';
@@ -57,21 +57,11 @@ function TransactionList() {
             {TRANSACTION_STATUSES.map((s) => <option key={s} value={s}>{s}</option>)}
           </select>
         </FormField>
-        <FormField label="External identifier" path="query.external_identifier" errors={errors} id="tx-ext">
-          <input id="tx-ext" value={draft.external_identifier} onInput={(e) => setDraft({ ...draft, external_identifier: e.currentTarget.value })} />
-        </FormField>
-        <FormField label="Min amount (minor units)" path="query.amount_gte" errors={errors} id="tx-gte">
-          <input id="tx-gte" inputMode="numeric" value={draft.amount_gte} onInput={(e) => setDraft({ ...draft, amount_gte: e.currentTarget.value })} />
-        </FormField>
-        <FormField label="Max amount" path="query.amount_lte" errors={errors} id="tx-lte">
-          <input id="tx-lte" inputMode="numeric" value={draft.amount_lte} onInput={(e) => setDraft({ ...draft, amount_lte: e.currentTarget.value })} />
-        </FormField>
-        <FormField label="Created from" path="query.created_at_gte" errors={errors} id="tx-from">
-          <input id="tx-from" type="datetime-local" value={draft.from} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
-        </FormField>
-        <FormField label="Created until" path="query.created_at_lte" errors={errors} id="tx-to">
-          <input id="tx-to" type="datetime-local" value={draft.to} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
-        </FormField>
+        <DraftInput label="External identifier" path="query.external_identifier" errors={errors} id="tx-ext" draft={draft} name="external_identifier" setDraft={setDraft} />
+        <DraftInput label="Min amount (minor units)" path="query.amount_gte" errors={errors} id="tx-gte" inputMode="numeric" draft={draft} name="amount_gte" setDraft={setDraft} />
+        <DraftInput label="Max amount" path="query.amount_lte" errors={errors} id="tx-lte" inputMode="numeric" draft={draft} name="amount_lte" setDraft={setDraft} />
+        <DraftInput label="Created from" path="query.created_at_gte" errors={errors} id="tx-from" type="datetime-local" draft={draft} name="from" setDraft={setDraft} />
+        <DraftInput label="Created until" path="query.created_at_lte" errors={errors} id="tx-to" type="datetime-local" draft={draft} name="to" setDraft={setDraft} />
         <button type="submit">Filter</button>
       </form>
       <FieldMessages errors={errors} except={['query.status', 'query.external_identifier', 'query.amount_gte', 'query.amount_lte', 'query.created_at_gte', 'query.created_at_lte']} />
