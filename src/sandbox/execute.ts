@@ -36,27 +36,13 @@ export type ExecuteInput = {
  */
 export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput): Promise<Outcome> {
   const { limits } = input;
-  const sdkMethods = input.sdk ? Object.keys(input.sdk).filter((k) => typeof input.sdk![k] === 'function') : null;
-  const arm = JSON.stringify({
-    limits: {
-      maxIoBytes: limits.maxIoBytes,
-      maxConsoleLines: limits.maxConsoleLines,
-      maxTimers: MAX_TIMERS,
-      maxTimersPerRun: MAX_TIMERS_PER_RUN,
-      maxPendingCalls: MAX_PENDING_CALLS,
-      maxCallsPerRun: MAX_CALLS_PER_RUN,
-      maxIntlKb: intlBudgetKb(w.memoryMb),
-    },
-    sdk: sdkMethods,
-    // The key of the run's random stream: 8 words, so the isolate needs no decoding to use them.
-    seed: seedWords(),
-  });
   const run = new Run(w, ++p.runs, limits, { sdk: input.sdk, fetch: input.fetch, maxIoBytes: limits.maxIoBytes });
+  const arm = armMessage(run.no, p.loaded, armSettings(w.memoryMb, limits, input.sdk), input.reqJson);
   p.port.run = run;
   try {
     // Never a synchronous call into the isolate here: it would block the event loop for as
     // long as the isolate takes to let go, a garbage collection of its old contexts included.
-    run.start(p, w.script!, arm, input.reqJson);
+    run.start(p, w.script!, arm);
   } catch {
     run.abandon();
     discardPrepared(p);
@@ -86,8 +72,52 @@ export async function execute(w: WarmIsolate, p: Prepared, input: ExecuteInput):
   return outcome;
 }
 
-/** The key of a run's random stream: 8 random 32-bit words. */
-function seedWords(): number[] {
+/**
+ * The arm message's JSON (runtime/main.js, arm): the run's number, whether the module is loaded
+ * in the context, the settings, a new random seed, and the request's own JSON as it is.
+ */
+function armMessage(no: number, loaded: boolean, settings: string, reqJson: string): string {
+  return `{"no":${no},"go":${loaded},${settings},"seed":${seedWords()},"req":${reqJson}}`;
+}
+
+/** The last settings made, kept: a tenant's runs are the same from one run to the next. */
+let lastSettings: { memoryMb: number; maxIoBytes: number; maxConsoleLines: number; sdk: string[] | null; json: string } | undefined;
+
+/** The arm message's limits and SDK methods, as JSON members. */
+function armSettings(memoryMb: number, limits: SandboxLimits, sdk: SdkHost | undefined): string {
+  const methods = sdk ? Object.keys(sdk).filter((k) => typeof sdk[k] === 'function') : null;
+  const last = lastSettings;
+  if (last && last.memoryMb === memoryMb && last.maxIoBytes === limits.maxIoBytes && last.maxConsoleLines === limits.maxConsoleLines && sameList(last.sdk, methods)) {
+    return last.json;
+  }
+  const json = JSON.stringify({
+    limits: {
+      maxIoBytes: limits.maxIoBytes,
+      maxConsoleLines: limits.maxConsoleLines,
+      maxTimers: MAX_TIMERS,
+      maxTimersPerRun: MAX_TIMERS_PER_RUN,
+      maxPendingCalls: MAX_PENDING_CALLS,
+      maxCallsPerRun: MAX_CALLS_PER_RUN,
+      maxIntlKb: intlBudgetKb(memoryMb),
+    },
+    sdk: methods,
+  }).slice(1, -1);
+  lastSettings = { memoryMb, maxIoBytes: limits.maxIoBytes, maxConsoleLines: limits.maxConsoleLines, sdk: methods, json };
+  return json;
+}
+
+function sameList(a: string[] | null, b: string[] | null): boolean {
+  if (a === null || b === null) return a === b;
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+/**
+ * The key of a run's random stream, as a JSON array of 8 random 32-bit words (the isolate
+ * needs no decoding to use them).
+ */
+function seedWords(): string {
   const bytes = randomBytesPooled(32);
-  return Array.from({ length: 8 }, (_, i) => bytes.readUInt32LE(4 * i));
+  let out = `[${bytes.readUInt32LE(0)}`;
+  for (let i = 4; i < 32; i += 4) out += `,${bytes.readUInt32LE(i)}`;
+  return `${out}]`;
 }

@@ -10,9 +10,11 @@
  *
  * The run is over when the function has settled (the isolate said "done") and no task is
  * still executing, so the isolate is idle when it goes back to the pool. Calls and timers
- * still pending then are dropped. The wall-time deadline is enforced here, by the host:
- * V8's own timeout only covers a task while it executes, and code resuming after an await
- * runs in a later task, so at the deadline the host disposes the whole isolate.
+ * still pending then are dropped. The wall-time deadline is enforced here, by the host: at
+ * the deadline it disposes the whole isolate, which also ends a task still executing (code
+ * resuming after an await runs in a later task, so no task's own limit could bound a run).
+ * Tasks are queued without V8's per-task timeout: it would only repeat the deadline, and
+ * arming its timer costs each task about as much as the rest of a trivial call's host work.
  */
 import type ivm from 'isolated-vm';
 import type { Prepared } from './contexts.ts';
@@ -69,7 +71,6 @@ export class Run {
   readonly #w: WarmIsolate;
   readonly #limits: SandboxLimits;
   readonly #calls: CallContext;
-  #deadlineAt = 0;
   #deadline: NodeJS.Timeout | undefined;
   readonly #timers = new TimerQueue((id) => this.#deliver('timer', id));
   /** Statuses of host errors handed to user code: a run may end with one of them. */
@@ -108,22 +109,17 @@ export class Run {
    * and calls the function. The wall-time limit counts from here. Tasks are queued at once: an
    * isolate runs its tasks in order.
    */
-  start(p: Prepared, script: ivm.Script, armJson: string, reqJson: string): void {
+  start(p: Prepared, script: ivm.Script, armJson: string): void {
     const ms = this.#limits.timeoutMs;
-    this.#deadlineAt = performance.now() + ms;
     this.#deadline = setTimeout(() => this.#fatal(timeoutFailure(ms)), ms);
     this.#control = p.control;
     this.#track(
-      p.control.apply(undefined, ['arm', armJson, reqJson, this.no, p.loaded] as never[], { timeout: this.#remaining() }),
+      p.control.apply(undefined, ['arm', armJson] as never[]),
       (state) => state === 'tainted' && this.#untouched(),
     );
     // copy: the script's value is undefined unless code escaped the wrapper; never let it
     // come out as a function (a handle into the context), only as copied data or an error.
-    if (!p.loaded) this.#track(script.run(p.context, { timeout: this.#remaining(), copy: true }));
-  }
-
-  #remaining(): number {
-    return Math.max(1, Math.ceil(this.#deadlineAt - performance.now()));
+    if (!p.loaded) this.#track(script.run(p.context, { copy: true }));
   }
 
   // ---- messages from the isolate (arguments are copies, of any type: check them) -----------
@@ -235,7 +231,7 @@ export class Run {
 
   #deliver(command: string, ...args: unknown[]): void {
     if (this.#finished || this.#settled || !this.#control) return;
-    this.#track(this.#control.apply(undefined, [command, ...args] as never[], { timeout: this.#remaining() }));
+    this.#track(this.#control.apply(undefined, [command, ...args] as never[]));
   }
 
   /** `onValue` sees what the task returned, before the run checks whether it is over. */
@@ -261,8 +257,6 @@ export class Run {
     const message = err instanceof Error ? err.message : String(err);
     if (this.#w.isolate.isDisposed || /^Isolate was disposed|^Isolate is disposed/.test(message)) {
       this.#fatal(/memory limit/.test(message) ? memoryFailure(this.#w.memoryMb) : runtimeFailure());
-    } else if (message === 'Script execution timed out.') {
-      this.#fatal(timeoutFailure(this.#limits.timeoutMs));
     } else if (!this.#settled) {
       // An exception nothing caught: a rejection left unhandled when a task ended, or code
       // that escaped the function wrapper. Node would crash; the run fails.
@@ -288,7 +282,7 @@ export class Run {
   #poll(): void {
     if (!this.#control) return;
     this.#inflight++;
-    this.#control.apply(undefined, ['poll'] as never[], { timeout: this.#remaining() }).then(
+    this.#control.apply(undefined, ['poll'] as never[]).then(
       (json: unknown) => {
         this.#inflight--;
         if (this.#finished) return;

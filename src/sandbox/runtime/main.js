@@ -19,45 +19,81 @@ function require(name) {
 /**
  * `bt`: one method per host SDK method, "tokens.create" becoming bt.tokens.create(...args). A new
  * one for every call; one kept from an earlier call (in module state) refuses to be used.
+ *
+ * Its shape (sdkTree) is worked out once per list of methods; each call then builds only the
+ * objects and functions themselves. Members are added by spreading into a new literal: that
+ * defines them, as defineProperty would, so no setter code put on Object.prototype runs, and it
+ * keeps the objects in V8's fast mode, where defining on them one by one did not (a few µs of
+ * every call).
  */
 function makeSdk(methods) {
   if (!$isArray(methods)) return null;
-  const mine = callNo;
-  const root = create(null);
-  const groups = [];
+  return freeze(sdkLevel(sdkTree(methods), callNo));
+}
+
+/** The members of one level of `bt`: its methods, and its groups (frozen) in the order first named. */
+function sdkLevel(level, mine) {
+  let obj = {};
+  for (let i = 0; i < level.length; i++) {
+    const node = level[i];
+    const value = node.children !== null ? freeze(sdkLevel(node.children, mine)) : sdkMethod(node.key, node.name, mine);
+    obj = { ...obj, [node.key]: value };
+  }
+  return obj;
+}
+
+function sdkMethod(key, name, mine) {
+  return {
+    [key]: (...args) => {
+      if (mine !== callNo) {
+        return new $Promise((resolve, reject) => reject(new $Error('This bt belongs to an earlier call: use the bt of the current call (req.bt).')));
+      }
+      // Arguments JSON cannot hold (a BigInt, a cycle, a throwing toJSON) reject like every
+      // other failure of the call, instead of throwing past a `.catch()` the code attached.
+      let payload;
+      try {
+        payload = jsonStringify({ __proto__: null, method: name, args });
+      } catch (e) {
+        const err = new $TypeError(`The arguments of bt.${name} cannot be sent as JSON: ${describe(e)}`);
+        return new $Promise((resolve, reject) => reject(err));
+      }
+      return hostCall('sdk', payload, apiErrorFromHost);
+    },
+  }[key];
+}
+
+/** The last list of methods seen, and its tree: the host sends the same list with every call. */
+let sdkTreeOf = null;
+let sdkTreeNodes = null;
+
+/** [{ key, name, children: null } (a method) | { key, name: null, children: [...] } (a group)]. */
+function sdkTree(methods) {
+  if (sdkTreeOf !== null && sdkTreeOf.length === methods.length) {
+    let same = true;
+    for (let i = 0; i < methods.length && same; i++) same = sdkTreeOf[i] === methods[i];
+    if (same) return sdkTreeNodes;
+  }
+  const root = [];
+  const names = [];
   for (let m = 0; m < methods.length; m++) {
     const name = $String(methods[m]);
+    names[m] = name;
     const path = splitDots(name);
-    let node = root;
+    let level = root;
     for (let i = 0; i < path.length - 1; i++) {
-      if (!hasOwn(node, path[i])) {
-        setOwn(node, path[i], {});
-        groups[groups.length] = node[path[i]];
+      let group = null;
+      for (let j = 0; j < level.length && group === null; j++) if (level[j].key === path[i] && level[j].children !== null) group = level[j];
+      if (group === null) {
+        group = { __proto__: null, key: path[i], name: null, children: [] };
+        level[level.length] = group;
       }
-      node = node[path[i]];
+      level = group.children;
     }
-    const last = path[path.length - 1];
-    const method = {
-      [last]: (...args) => {
-        if (mine !== callNo) {
-          return new $Promise((resolve, reject) => reject(new $Error('This bt belongs to an earlier call: use the bt of the current call (req.bt).')));
-        }
-        // Arguments JSON cannot hold (a BigInt, a cycle, a throwing toJSON) reject like every
-        // other failure of the call, instead of throwing past a `.catch()` the code attached.
-        let payload;
-        try {
-          payload = jsonStringify({ __proto__: null, method: name, args });
-        } catch (e) {
-          const err = new $TypeError(`The arguments of bt.${name} cannot be sent as JSON: ${describe(e)}`);
-          return new $Promise((resolve, reject) => reject(err));
-        }
-        return hostCall('sdk', payload, apiErrorFromHost);
-      },
-    }[last];
-    setOwn(node, last, method);
+    level[level.length] = { __proto__: null, key: path[path.length - 1], name, children: null };
   }
-  for (let g = 0; g < groups.length; g++) freeze(groups[g]);
-  return freeze({ ...root });
+  sdkTreeOf = names;
+  sdkTreeNodes = root;
+  return root;
 }
 
 /** "a.b.c" → ['a', 'b', 'c'], without String.prototype.split (which code may have replaced). */
@@ -167,9 +203,8 @@ function start(wrapper) {
 
 /** Calls the exported function with this call's `req`, and reports how it settles. */
 function invoke() {
-  let req;
+  let req = callReq;
   try {
-    req = jsonParse(reqJson);
     if (req === null || typeof req !== 'object') req = {};
     setOwn(req, 'bt', makeSdk(sdkMethods));
   } catch (e) {
@@ -199,15 +234,20 @@ defineGlobal('global', G);
  * same task (one trip into the isolate instead of two). 'tainted' when a global could not be
  * put back: nothing of this call has run, and the host runs it again in a fresh context.
  * 'armed' otherwise.
+ *
+ * Everything comes in one JSON text (see ../execute.ts): { no, go, limits, sdk, seed, req }.
+ * Each argument of a task is copied across on its own, so one string costs the host less
+ * than five; parsing it builds `req` too, with JSON.parse's own property definitions.
  */
-function arm(armJson, req, no, go) {
-  if (go === true && reset() !== 'ok') return 'tainted';
-  const a = jsonParse(armJson);
+function arm(json) {
+  const a = jsonParse(json);
+  const go = a.go === true;
+  if (go && reset() !== 'ok') return 'tainted';
   for (let i = 0; i < LIMIT_NAMES.length; i++) LIMITS[LIMIT_NAMES[i]] = a.limits[LIMIT_NAMES[i]];
   sdkMethods = a.sdk;
   randomSeed = a.seed;
-  reqJson = req;
-  callNo = no;
+  callReq = a.req;
+  callNo = a.no;
   finished = false;
   resetCalls();
   resetTimers();
@@ -215,7 +255,7 @@ function arm(armJson, req, no, go) {
   resetRandom();
   resetIntl();
   armed = true;
-  if (go === true) {
+  if (go) {
     if (moduleFn === undefined) report({ __proto__: null, ok: false, status: 500, kind: 'runtime', message: 'The module is not loaded.' });
     else invoke();
   }
@@ -231,7 +271,7 @@ function reset() {
   callNo = 0;
   armed = false;
   finished = true;
-  reqJson = '{}';
+  callReq = null;
   sdkMethods = null;
   randomSeed = null;
   resetCalls();
@@ -245,8 +285,8 @@ function reset() {
  * The host's way in: arm (and run) a call, settle a call, fire a timer, ask whether the run can
  * still progress, or how much ICU memory this context's Intl objects hold (see intl.js).
  */
-function control(command, a, b, c, d) {
-  if (command === 'arm') return arm(a, b, c, d);
+function control(command, a, b, c) {
+  if (command === 'arm') return arm(a);
   else if (command === 'settle') settleCall(a, b, c);
   else if (command === 'timer') fireTimer(a);
   else if (command === 'poll') return jsonStringify({ __proto__: null, finished, pending: pendingCalls + pendingTimers });

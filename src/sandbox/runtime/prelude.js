@@ -24,7 +24,8 @@ const LIMITS = { __proto__: null, maxIoBytes: 0, maxConsoleLines: 0, maxTimers: 
 let armed = false;
 /** The host's number of the current call (0 between calls): every message to the host carries it. */
 let callNo = 0;
-let reqJson = '{}';
+/** The current call's request, as the host sent it (parsed by arm). */
+let callReq = null;
 let sdkMethods = null;
 let randomSeed = null;
 const apply = Reflect.apply;
