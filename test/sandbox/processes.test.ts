@@ -132,6 +132,30 @@ describe('sandbox processes', () => {
       await sole.dispose();
     }
   });
+
+  it('a sandbox process keeps two malloc arenas unless the operator sets MALLOC_ARENA_MAX', async () => {
+    const arenas = async (): Promise<string | undefined> => {
+      const sandbox = new Sandbox({ processes: 1 });
+      try {
+        const r = await sandbox.run({ tenantId: 't', cacheKey: 'arenas', code: `module.exports = () => ({ raw: 1 });`, req: {} });
+        assert.ok(r.ok);
+        const environ = fs.readFileSync(`/proc/${sandbox.pids[0]}/environ`, 'utf8').split('\0');
+        return environ.find((v) => v.startsWith('MALLOC_ARENA_MAX='));
+      } finally {
+        await sandbox.dispose();
+      }
+    };
+    const before = process.env.MALLOC_ARENA_MAX;
+    try {
+      delete process.env.MALLOC_ARENA_MAX;
+      assert.equal(await arenas(), 'MALLOC_ARENA_MAX=2');
+      process.env.MALLOC_ARENA_MAX = '4';
+      assert.equal(await arenas(), 'MALLOC_ARENA_MAX=4');
+    } finally {
+      if (before === undefined) delete process.env.MALLOC_ARENA_MAX;
+      else process.env.MALLOC_ARENA_MAX = before;
+    }
+  });
 });
 
 describe('the wrapper a module is loaded in', () => {

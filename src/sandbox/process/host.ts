@@ -48,10 +48,16 @@ export type ActiveRun = {
 
 type Entry = ActiveRun & { resolve(r: RunResult): void; reject(e: ProcessDied): void; deadline: NodeJS.Timeout };
 
-/** The environment a sandbox process gets: what Node needs, never Coffer's secrets (COFFER_KEYS, DATABASE_URL, …). */
+/**
+ * The environment a sandbox process gets: what Node needs, never Coffer's secrets (COFFER_KEYS,
+ * DATABASE_URL, …). glibc's malloc gives each thread that allocates an arena of its own, up to
+ * 8 per core, and isolated-vm runs isolates on a pool of threads (and on a new thread when the
+ * pool is busy): two arenas held 10 MB less of a sandbox process's memory after 100,000 runs,
+ * at the same CPU per run (docs/benchmarks.md). An operator's own MALLOC_ARENA_MAX wins.
+ */
 function sandboxEnv(): NodeJS.ProcessEnv {
-  const keep = /^(PATH|HOME|TMPDIR|TZ|LANG|LC_[A-Z]+|UV_THREADPOOL_SIZE|NODE_COMPILE_CACHE|NODE_DISABLE_COMPILE_CACHE)$/;
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => keep.test(k)));
+  const keep = /^(MALLOC_ARENA_MAX|PATH|HOME|TMPDIR|TZ|LANG|LC_[A-Z]+|UV_THREADPOOL_SIZE|NODE_COMPILE_CACHE|NODE_DISABLE_COMPILE_CACHE)$/;
+  return { MALLOC_ARENA_MAX: '2', ...Object.fromEntries(Object.entries(process.env).filter(([k]) => keep.test(k))) };
 }
 
 /** A sandbox process's Node flags: its heap's (./heap-flags.ts), none of the API process's others. */
