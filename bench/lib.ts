@@ -114,16 +114,20 @@ export function startServer(name: string, script: string, args: string[], env: R
 }
 
 /**
- * How `npm start` runs Coffer (package.json's start script: `[exec] node <flags> <entry> serve`), so
- * the bench measures the service as it is started: the Node flags and the entry script's path.
+ * How `npm start` runs Coffer (package.json's start script: `[NAME=${NAME:-default} …] [exec] node
+ * <flags> <entry> serve`), so the bench measures the service as it is started: the environment
+ * the script sets (a variable already in this process's environment keeps its value, as in the
+ * script), the Node flags and the entry script's path.
  */
-export function startCommand(root: string): { flags: string[]; entry: string } {
+export function startCommand(root: string): { env: Record<string, string>; flags: string[]; entry: string } {
   const start: string = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start;
   const words = start.split(/\s+/);
+  const env: Record<string, string> = {};
+  for (let m; words.length > 0 && (m = /^([A-Z_][A-Z0-9_]*)=\$\{\1:-([^}]*)\}$/.exec(words[0])); words.shift()) env[m[1]] = process.env[m[1]] ?? m[2];
   if (words[0] === 'exec') words.shift();
   const at = words.findIndex((w, i) => i > 0 && !w.startsWith('-'));
-  if (words[0] !== 'node' || at < 0 || words[at + 1] !== 'serve') throw new BenchError(`package.json's start script is not "node [flags] <entry> serve": ${start}`);
-  return { flags: words.slice(1, at), entry: path.join(root, words[at]) };
+  if (words[0] !== 'node' || at < 0 || words[at + 1] !== 'serve') throw new BenchError(`package.json's start script is not "[NAME=\${NAME:-value} …] [exec] node [flags] <entry> serve": ${start}`);
+  return { env, flags: words.slice(1, at), entry: path.join(root, words[at]) };
 }
 
 /** Polls `path` until it answers 2xx, so no measurement starts against a half-started server. */

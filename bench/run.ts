@@ -590,22 +590,22 @@ async function main(): Promise<number> {
     // DATABASE_URL='' so a URL in the caller's environment cannot point the bench at a real database.
     // BENCH_COFFER_NODE_OPTIONS becomes Coffer's NODE_OPTIONS alone (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", written when it stops).
     const cofferNodeOptions: Record<string, string> = process.env.BENCH_COFFER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_COFFER_NODE_OPTIONS } : {};
-    const cofferEnv = { DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...googlePayEnv(dataDir), ...cofferNodeOptions };
+    // Started the way `npm start` starts it: the same environment, entry script and Node flags.
+    const { env: startEnv, entry: cli, flags } = startCommand(root);
+    const cofferEnv = { ...startEnv, DATA_DIR: dataDir, DATABASE_URL: '', LOG_LEVEL: logLevel, OUTBOUND_ALLOWLIST: '127.0.0.1', ...googlePayEnv(dataDir), ...cofferNodeOptions };
     // For sandbox.overhead_p50 alone, which reads the sandbox's own time per run from Coffer's metrics (see restartCoffer).
     const metricsToken = randomBytes(24).toString('hex');
-    // Started the way `npm start` starts it: the same entry script and Node flags.
-    const { entry: cli, flags } = startCommand(root);
     coffer = startServer('coffer', cli, ['serve'], cofferEnv, await freePort(), flags);
     servers.push(coffer);
-    // "The same process configuration": the baseline runs with Coffer's Node flags too.
-    const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { LOG_LEVEL: logLevel }, await freePort(), flags);
+    // "The same process configuration": the baseline runs with Coffer's start environment and Node flags too.
+    const baseline = startServer('baseline', path.join(import.meta.dirname, 'baseline-server.ts'), [], { ...startEnv, LOG_LEVEL: logLevel }, await freePort(), flags);
     servers.push(baseline);
 
     // The first start prints the new tenant's management key to stderr, indented by two spaces.
     const key = (await coffer.waitFor(/^ {2}(key_\S+)$/m, 120_000))[1];
     await Promise.all([waitReady(coffer, '/health/ready', 60_000), waitReady(baseline, '/health/ready', 60_000)]);
 
-    // The minimal programs, each started (with Coffer's Node flags) the first time a run needs it.
+    // The minimal programs, each started (with Coffer's start environment and Node flags) the first time a run needs it.
     const minimal = new Map<MinimalName, Promise<Server>>();
     const minimalServer = (name: MinimalName): Promise<Server> => {
       let started = minimal.get(name);
@@ -613,10 +613,10 @@ async function main(): Promise<number> {
         started = (async () => {
           const env =
             name === 'proxy.minimal'
-              ? { DESTINATION: baseline.url, LOG_LEVEL: logLevel }
+              ? { ...startEnv, DESTINATION: baseline.url, LOG_LEVEL: logLevel }
               : (() => {
                   const db = embeddedConnection(dataDir);
-                  return { PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
+                  return { ...startEnv, PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
                 })();
           const script = name === 'proxy.minimal' ? 'minimal-proxy.ts' : 'minimal-react.ts';
           const server = startServer(name, path.join(import.meta.dirname, script), [], env, await freePort(), flags);

@@ -34,6 +34,7 @@ async function npmStart(databaseUrl: string) {
   const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' };
   for (const name of Object.keys(env)) if (name.startsWith('npm_')) delete env[name];
   delete env.LOG_FORMAT; // JSON lines (stdout is a pipe), read below
+  delete env.MALLOC_ARENA_MAX; // npm start's own default, checked below
   const child = spawn('npm', ['start'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   const entry: { child: ChildProcess; coffer: number | undefined } = { child, coffer: undefined };
   started.push(entry);
@@ -74,6 +75,8 @@ describe('npm start', () => {
     const database = await createTestDatabase();
     cleanup.push(database.drop);
     const run = await npmStart(database.url);
+    // npm start bounds glibc's malloc arenas (docs/operations.md, "Memory") unless the environment sets them.
+    assert.ok(fs.readFileSync(`/proc/${run.coffer}/environ`, 'utf8').split('\0').includes('MALLOC_ARENA_MAX=2'));
     process.kill(run.child.pid!, 'SIGTERM');
     assert.deepEqual(await run.exited, { code: 0, signal: null });
     assert.ok(await gone(run.coffer, 15_000), `Coffer (pid ${run.coffer}) is still running after npm exited`);
