@@ -80,7 +80,7 @@ function armMessage(no: number, loaded: boolean, settings: string, reqJson: stri
   return `{"no":${no},"go":${loaded},${settings},"seed":${seedWords()},"req":${reqJson}}`;
 }
 
-/** The last settings made, kept: a tenant's runs are the same from one run to the next. */
+/** The last settings made, kept: they depend only on the limits and the SDK, which runs mostly share. */
 let lastSettings: { memoryMb: number; maxIoBytes: number; maxConsoleLines: number; sdk: string[] | null; json: string } | undefined;
 
 /** The arm message's limits and SDK methods, as JSON members. */
