@@ -174,6 +174,7 @@ export function createServices(deps: { config: Config; db: Database; notifier: N
     concurrency: config.sandboxConcurrency,
     tenantConcurrency: config.sandboxTenantConcurrency,
     tenantQueue: config.sandboxTenantQueue,
+    slotDepth: config.sandboxSlotDepth,
     hostCallBudgetMs: config.sandboxHostCallBudgetMs,
     tenantHostCalls: config.sandboxTenantHostCalls,
     quarantineMs: config.sandboxQuarantineSeconds * 1000,

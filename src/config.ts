@@ -67,6 +67,8 @@ export type Config = {
   /** Of them, one tenant's at most; and one tenant's runs waiting for a slot at most. */
   sandboxTenantConcurrency: number;
   sandboxTenantQueue: number;
+  /** Runs of one code a slot is sent at once: one running, the rest waiting behind it in the sandbox process. */
+  sandboxSlotDepth: number;
   /** Shared sandbox processes that run user code, per API process. */
   sandboxProcesses: number;
   /** A run's budget of wall time with `bt` calls in progress, in ms; and one tenant's `bt` calls in progress at once. */
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxConcurrency: read.int('SANDBOX_CONCURRENCY', read.int('REACTOR_CONCURRENCY', 8, 1, 1000), 1, 1000),
     sandboxTenantConcurrency: 0,
     sandboxTenantQueue: 0,
+    sandboxSlotDepth: read.int('SANDBOX_SLOT_DEPTH', 8, 1, 1000),
     sandboxProcesses: read.int('SANDBOX_PROCESSES', 1, 1, 64),
     sandboxHostCallBudgetMs: read.int('SANDBOX_HOST_CALL_BUDGET_MS', 10_000, 1, 3_600_000),
     sandboxTenantHostCalls: read.int('SANDBOX_TENANT_HOST_CALLS', 8, 1, 1000),

@@ -42,6 +42,7 @@ const WHOLE_NUMBERS = [
   },
   { name: 'SANDBOX_PROCESSES', field: 'sandboxProcesses', byDefault: 1, taken: [1, 64], bad: ['0', '65', 'abc'], message: /SANDBOX_PROCESSES/ },
   { name: 'SANDBOX_TENANT_QUEUE', field: 'sandboxTenantQueue', byDefault: 80, taken: [0, 500], bad: ['-1', '100001'], message: /SANDBOX_TENANT_QUEUE/ },
+  { name: 'SANDBOX_SLOT_DEPTH', field: 'sandboxSlotDepth', byDefault: 8, taken: [1, 1000], bad: ['0', '1001', 'x'], message: /SANDBOX_SLOT_DEPTH/ },
   { name: 'SANDBOX_HOST_CALL_BUDGET_MS', field: 'sandboxHostCallBudgetMs', byDefault: 10_000, taken: [1, 60_000], bad: ['0', '3600001'], message: /SANDBOX_HOST_CALL_BUDGET_MS/ },
   { name: 'SANDBOX_TENANT_HOST_CALLS', field: 'sandboxTenantHostCalls', byDefault: 8, taken: [1, 1000], bad: ['0', '1001'], message: /SANDBOX_TENANT_HOST_CALLS/ },
   // 0: no quarantine.

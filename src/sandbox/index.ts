@@ -25,7 +25,7 @@ import { FairGate } from './fair-gate.ts';
 import { failure, runtimeFailure } from './failures.ts';
 import { Inflight } from './inflight.ts';
 import { IsolateSandbox } from './isolates.ts';
-import { ProcessDied, SandboxProcess, type ActiveRun, type CallPerformer } from './process/host.ts';
+import { ProcessDied, SandboxProcess, Withdrawn, type ActiveRun, type CallPerformer } from './process/host.ts';
 import type { CallFailure, CallMessage } from './process/protocol.ts';
 import type { RunObserver, RunRequest, RunResult, SandboxFailure, SandboxLimits } from './types.ts';
 
@@ -47,6 +47,11 @@ export type SandboxOptions = {
   tenantConcurrency?: number;
   /** Runs of one tenant waiting for a slot; past it a run is refused (429). */
   tenantQueue?: number;
+  /**
+   * Runs of one code a slot may be sent at once, one running and the rest waiting behind it in
+   * the sandbox process (./fair-gate.ts); 1: a run is sent only once it has a slot to itself.
+   */
+  slotDepth?: number;
   /** Wall time a run may spend with SDK calls in progress, in ms. */
   hostCallBudgetMs?: number;
   /** SDK calls of one tenant's runs in progress at once; more wait. */
@@ -62,6 +67,7 @@ export const SANDBOX_DEFAULTS = Object.freeze({
   processes: 1,
   concurrency: 8,
   tenantQueue: 80,
+  slotDepth: 8,
   hostCallBudgetMs: 10_000,
   tenantHostCalls: 8,
   quarantineMs: 10 * 60_000,
@@ -120,6 +126,7 @@ export class Sandbox {
       processes,
       concurrency,
       tenantConcurrency: positive(opts.tenantConcurrency, Math.ceil(concurrency / 2)),
+      slotDepth: positive(opts.slotDepth, SANDBOX_DEFAULTS.slotDepth),
       tenantQueue: typeof opts.tenantQueue === 'number' && opts.tenantQueue >= 0 ? Math.floor(opts.tenantQueue) : SANDBOX_DEFAULTS.tenantQueue,
       hostCallBudgetMs: positive(opts.hostCallBudgetMs, SANDBOX_DEFAULTS.hostCallBudgetMs),
       tenantHostCalls: positive(opts.tenantHostCalls, SANDBOX_DEFAULTS.tenantHostCalls),
@@ -135,7 +142,12 @@ export class Sandbox {
     this.#childOptions = { maxWarmIsolates: Math.ceil(max / processes), maxWarmBytes: Math.floor(bytes / processes), limits: opts.limits };
     // Compiles only, never runs code: it stays in this process.
     this.#checker = new IsolateSandbox({ maxWarmIsolates: 0, limits: opts.limits });
-    this.#gate = new FairGate(concurrency, this.#opts.tenantConcurrency, this.#opts.tenantQueue);
+    this.#gate = new FairGate(concurrency, this.#opts.tenantConcurrency, this.#opts.tenantQueue, {
+      depth: this.#opts.slotDepth,
+      withdraw: (slot) => {
+        for (const p of this.#groups.values()) p.withdraw(slot);
+      },
+    });
   }
 
   /** Idle isolates kept warm, in every sandbox process, as each reported after its last run. */
@@ -200,28 +212,34 @@ export class Sandbox {
     if (typeof r.tenantId !== 'string' || r.tenantId === '' || typeof r.cacheKey !== 'string' || r.cacheKey === '') {
       return fail(runtimeFailure('A run needs a tenantId and a cacheKey.'));
     }
-    const release = await this.#gate.acquire(r.tenantId, r.wait !== false);
-    if (!release) return fail(busyFailure());
+    let ticket = await this.#gate.acquire(r.tenantId, r.cacheKey, { wait: r.wait !== false });
+    if (!ticket) return fail(busyFailure());
     try {
       const timeoutMs = positive(r.limits?.timeoutMs, positive(this.#limits?.timeoutMs, DEFAULT_LIMITS.timeoutMs));
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 0; ; ) {
         if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
         const group = this.#groupOf(r.tenantId);
         try {
-          return await this.#processFor(group).run(r, timeoutMs);
+          return await this.#processFor(group).run(r, timeoutMs, ticket);
         } catch (err) {
+          if (err instanceof Withdrawn) {
+            // Taken back unstarted so that another tenant gets the slot: it waits here again.
+            ticket.release();
+            ticket = (await this.#gate.acquire(r.tenantId, r.cacheKey, { requeue: true }))!;
+            continue;
+          }
           if (!(err instanceof ProcessDied)) return fail(runtimeFailure());
           if (this.#disposed) return fail(runtimeFailure('The sandbox has been shut down.'));
           // Nothing of this run was seen outside its process, and other tenants' runs were in it
           // too (its own code may not be the cause): it runs again, once, in a process of its
           // tenant's own. A run alone with its tenant's runs is not: its code ended the process.
-          if (err.effects || err.tenants <= 1 || attempt >= 1) return fail(diedFailure(err.outOfMemory));
+          if (err.effects || err.tenants <= 1 || ++attempt > 1) return fail(diedFailure(err.outOfMemory));
         } finally {
           this.#ranIn(group);
         }
       }
     } finally {
-      release();
+      ticket.release();
     }
   }
 

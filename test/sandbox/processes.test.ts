@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, describe, it } from 'node:test';
-import { FairGate } from '../../src/sandbox/fair-gate.ts';
 import { Sandbox, type SdkHost } from '../../src/sandbox/index.ts';
 
 /**
@@ -226,35 +225,5 @@ describe('bt calls of a run', () => {
     } finally {
       await sb.dispose();
     }
-  });
-});
-
-describe('FairGate', () => {
-  it('gives each key at most its share, queues the rest in turn, and refuses past the queue', async () => {
-    const gate = new FairGate(3, 2, 2);
-    const a1 = await gate.acquire('a');
-    const a2 = await gate.acquire('a');
-    assert.ok(a1 && a2);
-    const order: string[] = [];
-    const a3 = gate.acquire('a').then((r) => (order.push('a3'), r));
-    const a4 = gate.acquire('a').then((r) => (order.push('a4'), r));
-    assert.equal(await gate.acquire('a'), undefined, 'a third waiting run of a is refused');
-    const b1 = await gate.acquire('b');
-    assert.ok(b1, 'b gets the slot a may not take');
-    const b2 = gate.acquire('b').then((r) => (order.push('b2'), r));
-    assert.equal(await gate.acquire('c', false), undefined, 'no slot free now, and c does not wait');
-    a1!();
-    await new Promise((r) => setImmediate(r));
-    b1!();
-    await new Promise((r) => setImmediate(r));
-    assert.deepEqual(order, ['a3', 'b2']);
-    (await a3)!();
-    await new Promise((r) => setImmediate(r));
-    assert.deepEqual(order, ['a3', 'b2', 'a4']);
-    (await a4)!();
-    (await b2)!();
-    a2!();
-    assert.equal(gate.active, 0);
-    assert.equal(gate.waiting, 0);
   });
 });

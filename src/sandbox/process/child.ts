@@ -71,13 +71,44 @@ async function start(m: RunMessage): Promise<void> {
   send({ t: 'done', run: m.run, result, stats: { warmIsolates: engine.warmIsolates, warmBytes: engine.warmBytes } });
 }
 
+/** Each slot's runs not yet started, in the order sent, and whether one of its runs is running. */
+const slots = new Map<number, { queue: RunMessage[]; running: boolean }>();
+
+/** Starts the slot's next run once the one before has ended: a slot runs one thing at a time. */
+function next(slot: number): void {
+  const s = slots.get(slot);
+  if (!s || s.running) return;
+  const m = s.queue.shift();
+  if (!m) {
+    slots.delete(slot);
+    return;
+  }
+  s.running = true;
+  void start(m).finally(() => {
+    s.running = false;
+    next(slot);
+  });
+}
+
+function withdraw(slot: number): void {
+  const s = slots.get(slot);
+  if (!s) return;
+  for (const m of s.queue.splice(0)) send({ t: 'withdrawn', run: m.run });
+  if (!s.running) slots.delete(slot);
+}
+
 process.on('message', (m: ToChild | Batch<ToChild>) => {
   for (const message of unbatch(m)) receive(message);
 });
 
 function receive(message: ToChild): void {
   if (message.t === 'run') {
-    void start(message);
+    const s = slots.get(message.slot);
+    if (s) s.queue.push(message);
+    else slots.set(message.slot, { queue: [message], running: false });
+    next(message.slot);
+  } else if (message.t === 'withdraw') {
+    withdraw(message.slot);
   } else if (message.t === 'reply') {
     const key = `${message.run}:${message.call}`;
     const p = pending.get(key);

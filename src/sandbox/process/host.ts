@@ -30,6 +30,13 @@ export class ProcessDied extends Error {
   }
 }
 
+/** A run taken back before it started (../fair-gate.ts): nothing of it ran, and it may be sent again. */
+export class Withdrawn extends Error {
+  constructor() {
+    super('the run was taken back before it started');
+  }
+}
+
 /** What V8 writes when it ends a process for want of memory. */
 const OUT_OF_MEMORY = /out of memory|Last few GCs|last resort|allocation failed/i;
 
@@ -46,7 +53,7 @@ export type ActiveRun = {
   pendingSince: number;
 };
 
-type Entry = ActiveRun & { resolve(r: RunResult): void; reject(e: ProcessDied): void; deadline: NodeJS.Timeout };
+type Entry = ActiveRun & { slot: number; resolve(r: RunResult): void; reject(e: ProcessDied | Withdrawn): void; deadline: NodeJS.Timeout };
 
 /**
  * The environment a sandbox process gets: what Node needs, never Coffer's secrets (COFFER_KEYS,
@@ -118,6 +125,7 @@ export class SandboxProcess {
       for (const m of unbatch(batch)) {
         if (m.t === 'ready') ready(true);
         else if (m.t === 'done') this.#done(m.run, m.result, m.stats);
+        else if (m.t === 'withdrawn') this.#withdrawn(m.run);
         else if (m.t === 'call') this.#call(m);
       }
     });
@@ -169,8 +177,12 @@ export class SandboxProcess {
     return new Set([...this.#runs.values()].map((e) => e.request.tenantId));
   }
 
-  /** Resolves with the run's result, or rejects with ProcessDied. `timeoutMs`: the run's own limit. */
-  async run(r: RunRequest, timeoutMs: number): Promise<RunResult> {
+  /**
+   * Resolves with the run's result, or rejects with ProcessDied, or with Withdrawn when
+   * withdraw() took it back before it started. `timeoutMs`: the run's own limit. `slot`: its
+   * admission slot, whose runs the process runs one after another; `ahead` of them may run first.
+   */
+  async run(r: RunRequest, timeoutMs: number, slot: { slot: number; ahead: number }): Promise<RunResult> {
     this.#starting++;
     this.#busy();
     let ready: boolean;
@@ -184,13 +196,14 @@ export class SandboxProcess {
     const run = ++this.#nextRun;
     const sdk = r.sdk ? Object.keys(r.sdk).filter((k) => typeof r.sdk![k] === 'function') : null;
     return new Promise<RunResult>((resolve, reject) => {
-      // The isolate's own deadline ends the run inside the process; silence far past it means
-      // the process itself is stuck, and only ending it frees what it holds.
-      const entry: Entry = { request: r, effects: false, hostMs: 0, pendingSdk: 0, pendingSince: 0, resolve, reject, deadline: undefined as unknown as NodeJS.Timeout };
-      entry.deadline = this.#watch(run, entry, timeoutMs + HUNG_GRACE_MS);
+      // The isolate's own deadline ends the run inside the process (and each run ahead of it in
+      // its slot); silence far past it means the process itself is stuck, and only ending it
+      // frees what it holds.
+      const entry: Entry = { request: r, slot: slot.slot, effects: false, hostMs: 0, pendingSdk: 0, pendingSince: 0, resolve, reject, deadline: undefined as unknown as NodeJS.Timeout };
+      entry.deadline = this.#watch(run, entry, (slot.ahead + 1) * timeoutMs + HUNG_GRACE_MS);
       this.#runs.set(run, entry);
       this.#busy();
-      this.#send({ t: 'run', run, tenantId: r.tenantId, cacheKey: r.cacheKey, code: r.code, req: r.req, limits: r.limits, sdk, fetch: typeof r.fetch === 'function' });
+      this.#send({ t: 'run', run, slot: slot.slot, tenantId: r.tenantId, cacheKey: r.cacheKey, code: r.code, req: r.req, limits: r.limits, sdk, fetch: typeof r.fetch === 'function' });
     });
   }
 
@@ -215,6 +228,25 @@ export class SandboxProcess {
     clearTimeout(e.deadline);
     if (this.#runs.size === 0 && this.#starting === 0) this.#idle();
     e.resolve(result);
+  }
+
+  #withdrawn(run: number): void {
+    const e = this.#runs.get(run);
+    if (!e) return;
+    this.#runs.delete(run);
+    clearTimeout(e.deadline);
+    if (this.#runs.size === 0 && this.#starting === 0) this.#idle();
+    e.reject(new Withdrawn());
+  }
+
+  /** Takes back the runs of `slot` sent here and not yet started: each rejects with Withdrawn. */
+  withdraw(slot: number): void {
+    for (const e of this.#runs.values()) {
+      if (e.slot === slot) {
+        this.#send({ t: 'withdraw', slot });
+        return;
+      }
+    }
   }
 
   #call(m: CallMessage): void {

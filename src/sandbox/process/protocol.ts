@@ -9,6 +9,8 @@ import type { FetchRequest, RunResult, SandboxLimits } from '../types.ts';
 export type RunMessage = {
   t: 'run';
   run: number;
+  /** The admission slot it holds (../fair-gate.ts): a slot's runs run one after another, in the order sent. */
+  slot: number;
   tenantId: string;
   cacheKey: string;
   code: string;
@@ -28,7 +30,10 @@ export type CallFailure = { status?: number; expose?: boolean; detail?: string; 
 /** The answer to a CallMessage: the value as JSON (undefined for undefined), or the failure. */
 export type ReplyMessage = { t: 'reply'; run: number; call: number } & ({ ok: true; json: string | undefined } | { ok: false; error: CallFailure });
 
-export type ToChild = RunMessage | ReplyMessage;
+/** Take back the runs of a slot that have not started: each is answered with a WithdrawnMessage. */
+export type WithdrawMessage = { t: 'withdraw'; slot: number };
+
+export type ToChild = RunMessage | ReplyMessage | WithdrawMessage;
 
 /** A run asks for an SDK method or a fetch of its host. */
 export type CallMessage = { t: 'call'; run: number; call: number } & ({ kind: 'sdk'; method: string; args: unknown[] } | { kind: 'fetch'; request: FetchRequest });
@@ -38,7 +43,10 @@ export type Stats = { warmIsolates: number; warmBytes: number };
 
 export type DoneMessage = { t: 'done'; run: number; result: RunResult; stats: Stats };
 
-export type FromChild = { t: 'ready' } | CallMessage | DoneMessage;
+/** A run taken back before it started: nothing of it ran. */
+export type WithdrawnMessage = { t: 'withdrawn'; run: number };
+
+export type FromChild = { t: 'ready' } | CallMessage | DoneMessage | WithdrawnMessage;
 
 /** What a sandbox process is started with (its argv[2], as JSON). */
 export type ChildOptions = { maxWarmIsolates: number; maxWarmBytes: number; limits?: Partial<SandboxLimits> };
