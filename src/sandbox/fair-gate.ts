@@ -16,9 +16,9 @@
  * batches (docs/benchmarks.md).
  *
  * Riding never costs another tenant its turn: nobody rides while another tenant waits here for
- * a slot its share allows, and when one starts waiting with every slot in use, `withdraw` is asked to take back the
- * riders not yet started, so each slot frees after the run it is running (they queue here
- * again, at the front of their tenant's turn).
+ * a slot its share allows, and when one starts waiting with every slot in use, `withdraw` is
+ * asked to take back the riders not yet started, so each slot frees after the run it is
+ * running (they queue here again, at the front of their tenant's turn).
  */
 export type Ticket = {
   /** The slot's number: the runs of one slot run one after another, in the order sent. */
