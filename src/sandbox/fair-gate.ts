@@ -61,7 +61,8 @@ export class FairGate {
   /** Runs waiting now, of every key: here, or riding behind another run of their slot. */
   get waiting(): number {
     let n = 0;
-    for (const key of new Set([...this.#waiting.keys(), ...this.#slots.keys()])) n += this.#queued(key);
+    for (const queue of this.#waiting.values()) n += queue.length;
+    for (const slots of this.#slots.values()) for (const s of slots) n += s.riders - 1;
     return n;
   }
 
@@ -72,7 +73,7 @@ export class FairGate {
    * turn, whatever the queue holds.
    */
   async acquire(key: string, lane: string, opts: { wait?: boolean; requeue?: boolean } = {}): Promise<Ticket | undefined> {
-    if (this.#free(key) && !this.#waiting.has(key)) return this.#open(key, lane);
+    if (this.#free(key) && !this.#waiting.has(key)) return this.#ride(this.#open(key, lane));
     if (opts.wait === false) return undefined;
     if (!opts.requeue) {
       if (this.#queued(key) >= this.queuePerKey) return undefined;
@@ -131,13 +132,14 @@ export class FairGate {
     }
   }
 
-  #open(key: string, lane: string): Ticket {
+  /** A new slot for the key, not yet ridden. */
+  #open(key: string, lane: string): Slot {
     const slot: Slot = { id: ++this.#nextSlot, key, lane, riders: 0 };
     this.#active++;
     const slots = this.#slots.get(key);
     if (slots) slots.push(slot);
     else this.#slots.set(key, [slot]);
-    return this.#ride(slot);
+    return slot;
   }
 
   #ride(slot: Slot): Ticket {
@@ -189,10 +191,9 @@ export class FairGate {
         // To the back of the turn: the next free slot goes to another key first.
         this.#waiting.delete(key);
         if (queue.length > 0) this.#waiting.set(key, queue);
-        const ticket = this.#open(key, next.lane);
-        next.resolve(ticket);
-        const slots = this.#slots.get(key)!;
-        this.#boardWaiters(slots[slots.length - 1]);
+        const slot = this.#open(key, next.lane);
+        next.resolve(this.#ride(slot));
+        this.#boardWaiters(slot);
         progressed = true;
         break;
       }

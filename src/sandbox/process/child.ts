@@ -90,11 +90,9 @@ function next(slot: number): void {
   });
 }
 
+/** Answers the slot's runs not yet started as withdrawn; its run in progress goes on (a slot is kept only while one runs). */
 function withdraw(slot: number): void {
-  const s = slots.get(slot);
-  if (!s) return;
-  for (const m of s.queue.splice(0)) send({ t: 'withdrawn', run: m.run });
-  if (!s.running) slots.delete(slot);
+  for (const m of slots.get(slot)?.queue.splice(0) ?? []) send({ t: 'withdrawn', run: m.run });
 }
 
 process.on('message', (m: ToChild | Batch<ToChild>) => {
