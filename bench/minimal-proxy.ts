@@ -6,10 +6,14 @@
  * origin, idle connections kept at most 30 s, no idle timers of undici's racing the call),
  * and streams the answer back. No auth, no rules, no database, no address check: what
  * `proxy.passthrough` costs beyond this is what Coffer adds.
+ *
+ * Given `tokens` (bench/minimal-token-work.ts), it is `proxy.minimal_token`: the body's token
+ * expressions are replaced before it goes on, the least `proxy.one_token` asks for.
  */
 import http from 'node:http';
 import { pipeline } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
+import { createTokenWork, type TokenWork } from './minimal-token-work.ts';
 
 /** Headers that describe one connection, not the message (RFC 9110, 7.6.1), plus the Host the pool sets. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
@@ -39,16 +43,21 @@ function readAll(req: http.IncomingMessage): Promise<Buffer | undefined> {
   });
 }
 
-export function createMinimalProxy(destination: string): http.Server {
+export function createMinimalProxy(destination: string, tokens?: TokenWork): http.Server {
   const origin = new URL(destination).origin;
   const agent = new Agent({ connections: 64, keepAliveMaxTimeout: 30_000 });
   const forward = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    const received = await readAll(req);
+    const headers = endToEnd(req.headers);
+    const body = tokens && received ? await tokens.detokenize(received) : received;
+    // undici sends the length of the body it is given: the caller's would be wrong for a detokenized one.
+    if (body !== received) delete headers['content-length'];
     const answer = await agent.request({
       origin,
       path: req.url!,
       method: req.method as Dispatcher.HttpMethod,
-      headers: endToEnd(req.headers),
-      body: await readAll(req),
+      headers,
+      body,
       headersTimeout: 0,
       bodyTimeout: 0,
     });
@@ -69,9 +78,18 @@ export function createMinimalProxy(destination: string): http.Server {
   return server;
 }
 
-// Started as a child by bench/run.ts: PORT, HOST and DESTINATION from the environment.
+// Started as a child by bench/run.ts: PORT, HOST and DESTINATION from the environment; for
+// proxy.minimal_token also TOKEN_IDS (comma-separated), TOKEN_CARD (JSON) and the database (PG*).
 if (import.meta.main) {
-  const server = createMinimalProxy(process.env.DESTINATION!);
+  const env = process.env;
+  const tokens = env.TOKEN_IDS
+    ? await createTokenWork({
+        db: { host: env.PGHOST, port: Number(env.PGPORT), user: 'postgres', password: env.PGPASSWORD, database: 'postgres' },
+        ids: env.TOKEN_IDS.split(','),
+        card: JSON.parse(env.TOKEN_CARD!),
+      })
+    : undefined;
+  const server = createMinimalProxy(env.DESTINATION!, tokens);
   server.keepAliveTimeout = 72_000;
   server.listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(0));

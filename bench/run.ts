@@ -69,6 +69,12 @@ type Scenario = Target & {
    * printed as information (no target), so figures stay comparable with earlier runs.
    */
   formerBaseline?: string;
+  /**
+   * Key of `baselines`: the least program doing the scenario's whole job (a minimal program),
+   * measured once more right after the bracket and printed as information (no target): how
+   * much of what such a program reaches Coffer reaches.
+   */
+  floor?: string;
   /** The scenario passes when its req/s is at least this share of the baseline's… */
   target: number;
   /** …and, when set, its p99 latency is at most this. */
@@ -77,7 +83,7 @@ type Scenario = Target & {
 };
 
 /** The minimal programs a scenario's baseline may be served by (docs/benchmarks.md, "Minimal programs"). */
-type MinimalName = 'proxy.minimal' | 'react.minimal';
+type MinimalName = 'proxy.minimal' | 'proxy.minimal_token' | 'react.minimal';
 
 const baselines: Record<string, Target | { db: DbTarget }> = {
   'fastify.bare': { server: 'baseline', requests: () => ({ path: '/bare' }) },
@@ -96,6 +102,14 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
     server: 'proxy.minimal',
     prepare: (ctx) => proxies(ctx),
     requests: (_, { key, proxyKey }) => ({ ...ECHO_DIRECT, headers: { 'svc-api-key': key, 'svc-proxy-key': proxyKey } }),
+  },
+  // proxy.one_token's requests through the least proxy that puts the token's data in the body: one SELECT,
+  // AES-GCM and one committed audit row per call (bench/minimal-token-work.ts), as the floor of proxy.one_token.
+  'proxy.minimal_token': {
+    server: 'proxy.minimal_token',
+    prepare: (ctx) => proxies(ctx),
+    // The echo's own path, as proxy.minimal's: the least proxy has no /proxy route.
+    requests: (_, { key, proxyKey, ids }) => oneTokenRequests(key, proxyKey, ids).map((r) => ({ ...r, path: ECHO_DIRECT.path })),
   },
   // react.trivial's code in a sandbox process's warm isolate plus one committed audit row (bench/minimal-react.ts).
   'react.minimal': {
@@ -280,13 +294,18 @@ const scenarios: Scenario[] = [
     name: 'proxy.one_token',
     baseline: 'proxy.minimal',
     formerBaseline: 'echo.direct',
+    floor: 'proxy.minimal_token',
     target: 0.5,
     connections: 50,
     prepare: proxies,
-    requests: (_, { key, proxyKey, ids }) =>
-      ids.map((id: string) => proxyRequest(key, proxyKey, { ...PAYMENT, card: { number: `{{ ${id} | json: '$.number' }}`, expiration: `{{ ${id} | card_exp: 'MM/YY' }}` } })),
+    requests: (_, { key, proxyKey, ids }) => oneTokenRequests(key, proxyKey, ids),
   },
 ];
+
+/** proxy.one_token's requests: PAYMENT with its card's number and expiration as expressions of each token in turn. */
+function oneTokenRequests(key: string, proxyKey: string, ids: string[]): Req[] {
+  return ids.map((id) => proxyRequest(key, proxyKey, { ...PAYMENT, card: { number: `{{ ${id} | json: '$.number' }}`, expiration: `{{ ${id} | card_exp: 'MM/YY' }}` } }));
+}
 
 function getTokenRequests(key: string, ids: string[]): Req[] {
   return ids.map((id) => ({ path: `/tokens/${id}`, headers: { 'svc-api-key': key } }));
@@ -437,8 +456,8 @@ const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
-  // Capped so the 40 runs (12 scenario runs, 22 baselines bracketing 11 scenarios, 3 former baselines, the three
-  // one-connection pairs) plus start-ups stay under 20 minutes (each run is the warm-up plus this: ~18 minutes at 20 s).
+  // Capped so the 41 runs (12 scenario runs, 22 baselines bracketing 11 scenarios, 3 former baselines, 1 floor, the
+  // three one-connection pairs) plus start-ups stay under 20 minutes (each run is the warm-up plus this: ~18 minutes at 20 s).
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 20) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 20 (got "${raw}")`);
   return Number(raw);
 }
@@ -533,6 +552,13 @@ function cpuReport(rows: [string, CpuPerRequest | undefined][], of = 'each scena
   );
 }
 
+/** The line under the table with each row's share of its floor's req/s: information, no target. */
+function floorReport(floors: Map<string, { baseline: string; rps: number; ratio: number }>): string {
+  if (floors.size === 0) return '';
+  const parts = [...floors].map(([name, f]) => `${name} ${f.ratio.toFixed(2)} of ${f.baseline} (${Math.round(f.rps).toLocaleString('en-US')} req/s, one run after the bracket)`);
+  return `floors, the least program doing the whole job, as information (no target): ${parts.join(', ')}\n`;
+}
+
 /** The line under the table with each row's ratio to its former baseline: information, no target. */
 function formerReport(formers: Map<string, { baseline: string; rps: number; ratio: number }>): string {
   if (formers.size === 0) return '';
@@ -611,14 +637,15 @@ async function main(): Promise<number> {
       let started = minimal.get(name);
       if (!started) {
         started = (async () => {
+          const db = embeddedConnection(dataDir);
+          const pgEnv = { PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password) };
           const env =
             name === 'proxy.minimal'
               ? { ...startEnv, DESTINATION: baseline.url, LOG_LEVEL: logLevel }
-              : (() => {
-                  const db = embeddedConnection(dataDir);
-                  return { ...startEnv, PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
-                })();
-          const script = name === 'proxy.minimal' ? 'minimal-proxy.ts' : 'minimal-react.ts';
+              : name === 'proxy.minimal_token'
+                ? { ...startEnv, ...pgEnv, DESTINATION: baseline.url, TOKEN_IDS: (await vault(ctx)).ids.join(','), TOKEN_CARD: JSON.stringify(CARD.data), LOG_LEVEL: logLevel }
+                : { ...startEnv, ...pgEnv, REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
+          const script = name === 'react.minimal' ? 'minimal-react.ts' : 'minimal-proxy.ts';
           const server = startServer(name, path.join(import.meta.dirname, script), [], env, await freePort(), flags);
           servers.push(server);
           await waitReady(server, '/health/ready', 60_000);
@@ -692,6 +719,8 @@ async function main(): Promise<number> {
     const steals = new Map<string, RowSteal>();
     /** Per row with a former baseline: that baseline's req/s, measured once right after the bracket, and the ratio to it. */
     const formers = new Map<string, { baseline: string; rps: number; ratio: number }>();
+    /** Per row with a floor: the floor's req/s, measured once after the bracket (and the former baseline), and the share of it. */
+    const floors = new Map<string, { baseline: string; rps: number; ratio: number }>();
     for (const s of selected) {
       const before = await measure(`${s.baseline} (before ${s.name})`, baselines[s.baseline], s.connections);
       const r = await measure(s.name, s, s.connections);
@@ -700,6 +729,10 @@ async function main(): Promise<number> {
       if (s.formerBaseline) {
         const former = await measure(`${s.formerBaseline} (former baseline of ${s.name})`, baselines[s.formerBaseline], s.connections);
         formers.set(s.name, { baseline: s.formerBaseline, rps: former.requests.average, ratio: r.requests.average / former.requests.average });
+      }
+      if (s.floor) {
+        const floor = await measure(`${s.floor} (floor of ${s.name})`, baselines[s.floor], s.connections);
+        floors.set(s.name, { baseline: s.floor, rps: floor.requests.average, ratio: r.requests.average / floor.requests.average });
       }
       brackets.set(s.name, { before: before.requests.average, after: after.requests.average });
       steals.set(s.name, { run: stolen.get(s.name), baseline: [stolen.get(`${s.baseline} (before ${s.name})`), stolen.get(`${s.baseline} (after ${s.name})`)] });
@@ -816,6 +849,7 @@ async function main(): Promise<number> {
     process.stdout.write(`\n${table(rows, valueRows)}\n\n`);
     process.stdout.write(stealReport(rows.map((r) => [r.scenario, steals.get(r.scenario)])));
     process.stdout.write(formerReport(formers));
+    process.stdout.write(floorReport(floors));
     process.stdout.write(cpuReport(rows.map((r) => [r.scenario, cpuPer.get(r.scenario)])));
     // The minimal baselines' own figures, for the budget: a ratio target is the scenario's total against these.
     process.stdout.write(cpuReport([...minimal.keys()].flatMap((name) => [...cpuPer.keys()].filter((label) => label.startsWith(`${name} `)).map((label) => [label, cpuPer.get(label)] as [string, CpuPerRequest | undefined])), 'the minimal baselines\' runs'));
@@ -870,6 +904,9 @@ async function main(): Promise<number> {
         : {}),
       ...(formers.has(r.scenario)
         ? { former_baseline: formers.get(r.scenario)!.baseline, former_baseline_rps: Math.round(formers.get(r.scenario)!.rps), former_ratio: Number(formers.get(r.scenario)!.ratio.toFixed(3)) }
+        : {}),
+      ...(floors.has(r.scenario)
+        ? { floor: floors.get(r.scenario)!.baseline, floor_rps: Math.round(floors.get(r.scenario)!.rps), floor_ratio: Number(floors.get(r.scenario)!.ratio.toFixed(3)) }
         : {}),
       ...stealFields(steals.get(r.scenario)),
       ...(cpuPer.get(r.scenario) ? { cpu_us_per_request: cpuPer.get(r.scenario) } : {}),

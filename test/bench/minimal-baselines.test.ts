@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { createMinimalProxy } from '../../bench/minimal-proxy.ts';
 import { AUDIT_TABLE, createMinimalReact, type MinimalReact } from '../../bench/minimal-react.ts';
+import { createTokenWork, TOKEN_AUDIT_TABLE, type TokenWork } from '../../bench/minimal-token-work.ts';
 import { suiteDatabase } from '../helpers/server.ts';
 
 async function listen(server: http.Server): Promise<string> {
@@ -105,5 +106,62 @@ describe('react.minimal', () => {
     assert.equal(rows.length, before + 1);
     assert.equal(rows.at(-1).operation, 'react');
     assert.match(rows.at(-1).message, /^Reactor invoked \(request [0-9a-f-]{36}\)$/);
+  });
+});
+
+describe('proxy.minimal_token', () => {
+  const database = suiteDatabase(2);
+  const card = { number: '4242424242424242', expiration_month: 7, expiration_year: 2031, cvc: '123' };
+  let seen: { headers: http.IncomingHttpHeaders; body: string }[] = [];
+  const destination = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      seen.push({ headers: req.headers, body: Buffer.concat(chunks).toString() });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(Buffer.concat(chunks));
+    });
+  });
+  let work: TokenWork;
+  let proxy: http.Server;
+  let url: string;
+
+  before(async () => {
+    const db = { connectionString: (database.db.pool.options as { connectionString?: string }).connectionString };
+    work = await createTokenWork({ db, ids: ['tok_one', 'tok_two'], card });
+    proxy = createMinimalProxy(await listen(destination), work);
+    url = await listen(proxy);
+  });
+  after(async () => {
+    proxy?.closeAllConnections();
+    destination.closeAllConnections();
+    await Promise.all([new Promise((r) => proxy?.close(r)), new Promise((r) => destination.close(r))]);
+    await work?.close();
+  });
+
+  const auditRows = async (): Promise<{ entity_id: string; operation: string }[]> =>
+    (await database.db.pool.query(`SELECT entity_id, operation FROM ${TOKEN_AUDIT_TABLE} ORDER BY created_at, entity_id`)).rows;
+
+  it('forwards the body with the token\'s data in place of its expressions, and commits one audit row per token before', async () => {
+    const before = (await auditRows()).length;
+    seen = [];
+    const body = JSON.stringify({ amount: 5, card: { number: "{{ tok_two | json: '$.number' }}", expiration: "{{ tok_two | card_exp: 'MM/YY' }}" } });
+    const res = await fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    assert.equal(res.status, 200);
+    const forwarded = { amount: 5, card: { number: '4242424242424242', expiration: '07/31' } };
+    assert.deepEqual(await res.json(), forwarded);
+    assert.equal(seen[0].headers['content-length'], String(JSON.stringify(forwarded).length));
+    const rows = await auditRows();
+    assert.equal(rows.length, before + 1);
+    assert.deepEqual(rows.at(-1), { entity_id: 'tok_two', operation: 'use' });
+  });
+
+  it('forwards a body without expressions as it came, and refuses an unknown token without writing anything', async () => {
+    const before = (await auditRows()).length;
+    const plain = await fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":5}' });
+    assert.equal(await plain.text(), '{"amount":5}');
+    const unknown = await fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ n: "{{ tok_nope | json: '$.number' }}" }) });
+    assert.equal(unknown.status, 502);
+    assert.equal((await auditRows()).length, before);
   });
 });
