@@ -13,7 +13,9 @@ import type { RootKey } from './root-keys.ts';
  *
  * Tokens handed over in one turn of the event loop go to a thread in one message, and come
  * back in one: a message wakes a thread, and on a busy host each wake-up costs more than the
- * copy of a token. Threads start on first use; an idle one does not keep the process alive.
+ * copy of a token. Threads start on first use; an idle one does not keep the process alive,
+ * and one idle for `idleMs` stops: its isolate holds ~30 MB of the process's memory, which a
+ * burst of tokens should not leave behind for good (the next token starts one again, ~30 ms).
  * A thread that fails fails only the tokens it held (decryption_unavailable, 503 with a short
  * Retry-After), and the next token starts another in its place.
  */
@@ -44,7 +46,12 @@ export type DecryptPoolOptions = {
   script?: URL;
   /** Told when a thread fails (its error's message, never a token or a key); the held tokens are failed anyway. */
   onThreadError?: (message: string) => void;
+  /** A thread that has held no token for this long stops (default IDLE_MS). */
+  idleMs?: number;
 };
+
+/** How long an idle thread is kept by default. */
+export const IDLE_MS = 30_000;
 
 type Pending = { resolve: (payment: GooglePayPayment) => void; reject: (err: Error) => void };
 
@@ -59,6 +66,8 @@ type Thread = {
   known: Set<number>;
   flushing: boolean;
   exited: boolean;
+  /** Stops the thread once it has been idle for idleMs; set while it holds nothing. */
+  idle: NodeJS.Timeout | undefined;
 };
 
 const WORKER_SCRIPT = new URL('./decrypt-worker.ts', import.meta.url);
@@ -109,7 +118,11 @@ export class DecryptPool {
     }
     const id = this.#nextJobId++;
     return new Promise<GooglePayPayment>((resolve, reject) => {
-      if (thread.held.size === 0) thread.worker.ref();
+      if (thread.held.size === 0) {
+        thread.worker.ref();
+        clearTimeout(thread.idle);
+        thread.idle = undefined;
+      }
       thread.held.set(id, { resolve, reject });
       thread.queue.push({ id, token, now, roots });
       if (!thread.flushing) {
@@ -122,6 +135,7 @@ export class DecryptPool {
   /** Stops every thread; what they held is failed (decryption_unavailable). */
   async close(): Promise<void> {
     this.#closed = true;
+    for (const thread of this.#slots) clearTimeout(thread?.idle);
     await Promise.all(this.#slots.map((t) => t?.worker.terminate()));
   }
 
@@ -144,11 +158,12 @@ export class DecryptPool {
     const worker = new Worker(this.#options.script ?? WORKER_SCRIPT, { workerData, name: 'google-pay-decrypt' });
     // Held only while it holds tokens: an idle thread must not keep the process (or a test) alive.
     worker.unref();
-    const thread: Thread = { worker, held: new Map(), queue: [], roots: [], known: new Set(), flushing: false, exited: false };
+    const thread: Thread = { worker, held: new Map(), queue: [], roots: [], known: new Set(), flushing: false, exited: false, idle: undefined };
     worker.on('message', (outcomes: DecryptOutcome[]) => this.#answer(thread, outcomes));
     worker.on('error', (err) => this.#options.onThreadError?.(err instanceof Error ? err.message : String(err)));
     worker.on('exit', () => {
       thread.exited = true;
+      clearTimeout(thread.idle);
       if (this.#slots[slot] === thread) this.#slots[slot] = undefined;
       const why = this.#closed ? 'Google Pay decryption has stopped (Coffer is shutting down)' : 'the thread decrypting this Google Pay token stopped before it answered';
       this.#fail(thread, [...thread.held.keys()], () => decryptionUnavailable(why));
@@ -182,7 +197,7 @@ export class DecryptPool {
       else if ('error' in outcome) pending.reject(new GooglePayError(outcome.error.code, outcome.error.message, outcome.error.field));
       else pending.reject(new Error(`Google Pay decryption failed: ${outcome.fault}`));
     }
-    if (thread.held.size === 0 && !thread.exited) thread.worker.unref();
+    this.#idleIfEmpty(thread);
   }
 
   #fail(thread: Thread, ids: number[], error: () => Error): void {
@@ -192,6 +207,24 @@ export class DecryptPool {
       thread.held.delete(id);
       pending.reject(error());
     }
-    if (thread.held.size === 0 && !thread.exited) thread.worker.unref();
+    this.#idleIfEmpty(thread);
+  }
+
+  /**
+   * A thread that holds nothing no longer keeps the process alive, and stops after idleMs unless
+   * a token comes first (decrypt clears the timer). It leaves its slot before it stops, so the
+   * next token starts a new thread rather than queueing for one on its way out.
+   */
+  #idleIfEmpty(thread: Thread): void {
+    if (thread.held.size > 0 || thread.exited) return;
+    thread.worker.unref();
+    clearTimeout(thread.idle);
+    thread.idle = setTimeout(() => {
+      thread.idle = undefined;
+      if (thread.held.size > 0 || thread.exited) return;
+      const slot = this.#slots.indexOf(thread);
+      if (slot >= 0) this.#slots[slot] = undefined;
+      void thread.worker.terminate();
+    }, this.#options.idleMs ?? IDLE_MS).unref();
   }
 }

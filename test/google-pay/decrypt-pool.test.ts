@@ -128,6 +128,26 @@ describe('Google Pay decryption threads', () => {
     await threads.close();
   });
 
+  it('a thread idle for idleMs stops, the next token starts another; one kept busy stays', async () => {
+    const threads = pool({ idleMs: 200 });
+    try {
+      assert.equal((await threads.decrypt(seal(), [root], NOW)).details.pan, PAN);
+      // Tokens closer together than idleMs: the thread is kept.
+      for (let i = 0; i < 3; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        assert.equal((await threads.decrypt(seal(), [root], NOW)).details.pan, PAN);
+        assert.equal(threads.threads, 1);
+      }
+      const stopped = Date.now() + 10_000;
+      while (threads.threads > 0 && Date.now() < stopped) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(threads.threads, 0);
+      assert.equal((await threads.decrypt(seal(), [root], NOW)).details.pan, PAN);
+      assert.equal(threads.threads, 1);
+    } finally {
+      await threads.close();
+    }
+  });
+
   it('an idle thread does not keep the process alive, even never closed', async () => {
     const script = `
       import { DecryptPool } from ${JSON.stringify(path.resolve(import.meta.dirname, '../../src/google-pay/index.ts'))};

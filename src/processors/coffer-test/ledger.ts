@@ -9,7 +9,10 @@
  * amount and card, it answers the same — but that answer counts as a new operation in `stats()`,
  * a key reused with different parameters is not noticed, and an asynchronous capture or refund
  * it never saw is reported settled. No card data is kept: entries hold answers and amounts only.
- * Bounded: past `maxEntries` the oldest entries go (a long-running server with test traffic).
+ * Bounded: past `maxEntries` per map the oldest entries go (a long-running server with test
+ * traffic). An entry costs ~0.5 KB of heap: at the default, the three maps hold at most ~15 MB,
+ * whatever any tenant's test traffic (at 100,000 a run of test transactions grew the process by
+ * ~80 MB that never came back, docs/benchmarks.md).
  * The composition root makes one per process and hands it to createProcessor (index.ts), so every
  * coffer-test processor built for a call shares it.
  */
@@ -55,7 +58,7 @@ export class TestLedger {
   readonly #stats: LedgerStats = { authorizations: 0, captures: 0, voids: 0, refunds: 0, replays: 0 };
   readonly #max: number;
 
-  constructor(maxEntries = 100_000) {
+  constructor(maxEntries = 10_000) {
     this.#max = maxEntries;
   }
 
