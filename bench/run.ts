@@ -552,18 +552,20 @@ function cpuReport(rows: [string, CpuPerRequest | undefined][], of = 'each scena
   );
 }
 
-/** The line under the table with each row's share of its floor's req/s: information, no target. */
-function floorReport(floors: Map<string, { baseline: string; rps: number; ratio: number }>): string {
-  if (floors.size === 0) return '';
-  const parts = [...floors].map(([name, f]) => `${name} ${f.ratio.toFixed(2)} of ${f.baseline} (${Math.round(f.rps).toLocaleString('en-US')} req/s, one run after the bracket)`);
-  return `floors, the least program doing the whole job, as information (no target): ${parts.join(', ')}\n`;
+/** A baseline measured once after a row's bracket, as information (a former baseline, a floor): its req/s and the row's ratio to it. */
+type InfoRun = { baseline: string; rps: number; ratio: number };
+
+/** The line under the table with each row's ratio to such a run (`relation`: "vs", "of"): information, no target. */
+function infoReport(runs: Map<string, InfoRun>, heading: string, relation: string): string {
+  if (runs.size === 0) return '';
+  const parts = [...runs].map(([name, f]) => `${name} ${f.ratio.toFixed(2)} ${relation} ${f.baseline} (${Math.round(f.rps).toLocaleString('en-US')} req/s, one run after the bracket)`);
+  return `${heading}, as information (no target): ${parts.join(', ')}\n`;
 }
 
-/** The line under the table with each row's ratio to its former baseline: information, no target. */
-function formerReport(formers: Map<string, { baseline: string; rps: number; ratio: number }>): string {
-  if (formers.size === 0) return '';
-  const parts = [...formers].map(([name, f]) => `${name} ${f.ratio.toFixed(2)} vs ${f.baseline} (${Math.round(f.rps).toLocaleString('en-US')} req/s, one run after the bracket)`);
-  return `former baselines, as information (no target): ${parts.join(', ')}\n`;
+/** results.json fields of such a run, under the given names (none when the row has none). */
+function infoFields(run: InfoRun | undefined, names: [baseline: string, rps: string, ratio: string]): Record<string, unknown> {
+  if (!run) return {};
+  return { [names[0]]: run.baseline, [names[1]]: Math.round(run.rps), [names[2]]: Number(run.ratio.toFixed(3)) };
 }
 
 /** results.json fields of a row's steal (shares rounded to 0.001). */
@@ -637,14 +639,17 @@ async function main(): Promise<number> {
       let started = minimal.get(name);
       if (!started) {
         started = (async () => {
-          const db = embeddedConnection(dataDir);
-          const pgEnv = { PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password) };
+          // The database's settings, for the programs that use it.
+          const pgEnv = () => {
+            const db = embeddedConnection(dataDir);
+            return { PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password) };
+          };
           const env =
             name === 'proxy.minimal'
               ? { ...startEnv, DESTINATION: baseline.url, LOG_LEVEL: logLevel }
               : name === 'proxy.minimal_token'
-                ? { ...startEnv, ...pgEnv, DESTINATION: baseline.url, TOKEN_IDS: (await vault(ctx)).ids.join(','), TOKEN_CARD: JSON.stringify(CARD.data), LOG_LEVEL: logLevel }
-                : { ...startEnv, ...pgEnv, REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
+                ? { ...startEnv, ...pgEnv(), DESTINATION: baseline.url, TOKEN_IDS: (await vault(ctx)).ids.join(','), TOKEN_CARD: JSON.stringify(CARD.data), LOG_LEVEL: logLevel }
+                : { ...startEnv, ...pgEnv(), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
           const script = name === 'react.minimal' ? 'minimal-react.ts' : 'minimal-proxy.ts';
           const server = startServer(name, path.join(import.meta.dirname, script), [], env, await freePort(), flags);
           servers.push(server);
@@ -718,22 +723,21 @@ async function main(): Promise<number> {
     /** Per row: the steal share of its measured run and of its baseline's runs. */
     const steals = new Map<string, RowSteal>();
     /** Per row with a former baseline: that baseline's req/s, measured once right after the bracket, and the ratio to it. */
-    const formers = new Map<string, { baseline: string; rps: number; ratio: number }>();
+    const formers = new Map<string, InfoRun>();
     /** Per row with a floor: the floor's req/s, measured once after the bracket (and the former baseline), and the share of it. */
-    const floors = new Map<string, { baseline: string; rps: number; ratio: number }>();
+    const floors = new Map<string, InfoRun>();
+    /** `baseline` measured once for row `s`, whose measured run is `r`. */
+    const measureOnce = async (s: Scenario, r: Result, baseline: string, role: string): Promise<InfoRun> => {
+      const rps = (await measure(`${baseline} (${role} of ${s.name})`, baselines[baseline], s.connections)).requests.average;
+      return { baseline, rps, ratio: r.requests.average / rps };
+    };
     for (const s of selected) {
       const before = await measure(`${s.baseline} (before ${s.name})`, baselines[s.baseline], s.connections);
       const r = await measure(s.name, s, s.connections);
       const after = await measure(`${s.baseline} (after ${s.name})`, baselines[s.baseline], s.connections);
       const base = meanOf(before, after);
-      if (s.formerBaseline) {
-        const former = await measure(`${s.formerBaseline} (former baseline of ${s.name})`, baselines[s.formerBaseline], s.connections);
-        formers.set(s.name, { baseline: s.formerBaseline, rps: former.requests.average, ratio: r.requests.average / former.requests.average });
-      }
-      if (s.floor) {
-        const floor = await measure(`${s.floor} (floor of ${s.name})`, baselines[s.floor], s.connections);
-        floors.set(s.name, { baseline: s.floor, rps: floor.requests.average, ratio: r.requests.average / floor.requests.average });
-      }
+      if (s.formerBaseline) formers.set(s.name, await measureOnce(s, r, s.formerBaseline, 'former baseline'));
+      if (s.floor) floors.set(s.name, await measureOnce(s, r, s.floor, 'floor'));
       brackets.set(s.name, { before: before.requests.average, after: after.requests.average });
       steals.set(s.name, { run: stolen.get(s.name), baseline: [stolen.get(`${s.baseline} (before ${s.name})`), stolen.get(`${s.baseline} (after ${s.name})`)] });
       const ratio = r.requests.average / base.rps;
@@ -848,8 +852,8 @@ async function main(): Promise<number> {
 
     process.stdout.write(`\n${table(rows, valueRows)}\n\n`);
     process.stdout.write(stealReport(rows.map((r) => [r.scenario, steals.get(r.scenario)])));
-    process.stdout.write(formerReport(formers));
-    process.stdout.write(floorReport(floors));
+    process.stdout.write(infoReport(formers, 'former baselines', 'vs'));
+    process.stdout.write(infoReport(floors, 'floors, the least program doing the whole job', 'of'));
     process.stdout.write(cpuReport(rows.map((r) => [r.scenario, cpuPer.get(r.scenario)])));
     // The minimal baselines' own figures, for the budget: a ratio target is the scenario's total against these.
     process.stdout.write(cpuReport([...minimal.keys()].flatMap((name) => [...cpuPer.keys()].filter((label) => label.startsWith(`${name} `)).map((label) => [label, cpuPer.get(label)] as [string, CpuPerRequest | undefined])), 'the minimal baselines\' runs'));
@@ -902,12 +906,8 @@ async function main(): Promise<number> {
       ...(brackets.has(r.scenario)
         ? { baseline_rps_before: Math.round(brackets.get(r.scenario)!.before), baseline_rps_after: Math.round(brackets.get(r.scenario)!.after) }
         : {}),
-      ...(formers.has(r.scenario)
-        ? { former_baseline: formers.get(r.scenario)!.baseline, former_baseline_rps: Math.round(formers.get(r.scenario)!.rps), former_ratio: Number(formers.get(r.scenario)!.ratio.toFixed(3)) }
-        : {}),
-      ...(floors.has(r.scenario)
-        ? { floor: floors.get(r.scenario)!.baseline, floor_rps: Math.round(floors.get(r.scenario)!.rps), floor_ratio: Number(floors.get(r.scenario)!.ratio.toFixed(3)) }
-        : {}),
+      ...infoFields(formers.get(r.scenario), ['former_baseline', 'former_baseline_rps', 'former_ratio']),
+      ...infoFields(floors.get(r.scenario), ['floor', 'floor_rps', 'floor_ratio']),
       ...stealFields(steals.get(r.scenario)),
       ...(cpuPer.get(r.scenario) ? { cpu_us_per_request: cpuPer.get(r.scenario) } : {}),
       ...extras.get(r.scenario),

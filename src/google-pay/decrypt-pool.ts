@@ -135,7 +135,6 @@ export class DecryptPool {
   /** Stops every thread; what they held is failed (decryption_unavailable). */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const thread of this.#slots) clearTimeout(thread?.idle);
     await Promise.all(this.#slots.map((t) => t?.worker.terminate()));
   }
 
@@ -219,9 +218,9 @@ export class DecryptPool {
     if (thread.held.size > 0 || thread.exited) return;
     thread.worker.unref();
     clearTimeout(thread.idle);
+    // decrypt() and the thread's exit clear the timer: when it fires, the thread is idle and running.
     thread.idle = setTimeout(() => {
       thread.idle = undefined;
-      if (thread.held.size > 0 || thread.exited) return;
       const slot = this.#slots.indexOf(thread);
       if (slot >= 0) this.#slots[slot] = undefined;
       void thread.worker.terminate();
