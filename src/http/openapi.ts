@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
-import apiReference from '@scalar/fastify-api-reference';
+import { registerApiReference } from './api-reference.ts';
 import { GUIDES, guideUrl, registerGuideRoutes } from './guides.ts';
 import { ProblemComponent } from './schemas.ts';
 
@@ -75,7 +75,8 @@ export function inlineScriptHashes(html: string): string[] {
 /**
  * The OpenAPI 3.1 document and the /docs page are generated from the route schemas;
  * nothing here is written by hand except the document's header. /docs is Scalar's API
- * reference, its script served by this process (docs/decisions.md, "The API reference page is Scalar's").
+ * reference, its script served by this process (docs/decisions.md, "The API reference page is Scalar's"),
+ * loaded on the first request for it (api-reference.ts).
  */
 export async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
   // Before any route: their error responses refer to it (schemas.ts problem()); the document lists it under components.
@@ -128,7 +129,7 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
   // In a context of its own, so that its hook sees only the pages under /docs.
   await app.register(async (docs) => {
     docs.addHook('onSend', addDocsHeaders);
-    await docs.register(apiReference, {
+    registerApiReference(docs, {
       routePrefix: '/docs',
       configuration: {
         // The same document as /openapi.json, fetched from this server (the page is /docs/).
