@@ -365,6 +365,56 @@ describe('globals the code replaces do not break the next call', () => {
   });
 });
 
+/** A warm call reports once, after every message it sent: whether it settles at once or many microtasks later. */
+describe('a warm call’s outcome', () => {
+  it('reports the same value, failure and console lines however many microtasks it takes', async () => {
+    const go = keyed(`let n = 0;
+      module.exports = async ({ args }) => {
+        n += 1;
+        console.log('first', n);
+        for (let i = 0; i < args.awaits; i++) await null;
+        console.log('last', n);
+        if (args.fail === 'throw') throw new Error('thrown after ' + args.awaits);
+        if (args.fail === 'data') { const { BadRequestError } = require('@coffer/errors'); throw new BadRequestError('declined', { code: 'card' }); }
+        return { n, awaits: args.awaits, big: 'x'.repeat(args.big || 0) };
+      };`);
+    assert.equal(value(await go(args({ awaits: 0 }))).n, 1, 'the cold call loads the module');
+    let n = 1;
+    for (const awaits of [0, 1, 3, 7, 8, 20, 200]) {
+      n += 1;
+      const ok = await go(args({ awaits }));
+      assert.deepEqual(value(ok), { n, awaits, big: '' }, `${awaits} awaits`);
+      assert.deepEqual(ok.console, [`first ${n}`, `last ${n}`]);
+      n += 1;
+      const thrown = await go(args({ awaits, fail: 'throw' }));
+      failed(thrown, { status: 422, kind: 'user_error', detail: `thrown after ${awaits}` });
+      assert.deepEqual(thrown.console, [`first ${n}`, `last ${n}`]);
+    }
+    const data = await go(args({ awaits: 2, fail: 'data' }));
+    failed(data, { status: 400, detail: 'declined' });
+    assert.deepEqual(!data.ok && data.error.data, { code: 'card' });
+    const big = await go(args({ awaits: 1, big: 100_000 }));
+    assert.equal((value(big) as { big: string }).big.length, 100_000);
+    const undef = keyed(`module.exports = async () => undefined;`);
+    for (let i = 0; i < 3; i++) assert.equal(value(await undef()), undefined);
+  });
+
+  it('a host call it starts and does not await is still made, and the context is not handed on', async () => {
+    const seen: string[] = [];
+    const sdk: SdkHost = { tokenize: async (x) => (seen.push(JSON.stringify(x)), 'reply') };
+    const go = keyed(`let n = 0; module.exports = async ({ args, bt }) => {
+      n += 1;
+      if (args.leave) bt.tokenize({ call: n });
+      return n;
+    };`, { sdk });
+    assert.equal(value(await go(args({}))), 1);
+    assert.equal(value(await go(args({}))), 2);
+    assert.equal(value(await go(args({ leave: true }))), 3);
+    assert.deepEqual(seen, ['{"call":3}']);
+    assert.equal(value(await go(args({}))), 1, 'a call left pending: a fresh context');
+  });
+});
+
 describe('the overhead it saves', () => {
   it('serves repeated calls from one isolate and one context', async () => {
     const s = new Sandbox();
