@@ -378,7 +378,7 @@ describe('a warm call’s outcome', () => {
         if (args.fail === 'data') { const { BadRequestError } = require('@coffer/errors'); throw new BadRequestError('declined', { code: 'card' }); }
         return { n, awaits: args.awaits, big: 'x'.repeat(args.big || 0) };
       };`);
-    assert.equal(value(await go(args({ awaits: 0 }))).n, 1, 'the cold call loads the module');
+    assert.equal((value(await go(args({ awaits: 0 }))) as { n: number }).n, 1, 'the cold call loads the module');
     let n = 1;
     for (const awaits of [0, 1, 3, 7, 8, 20, 200]) {
       n += 1;
