@@ -1,8 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
-import { Counter, Gauge, Registry } from 'prom-client';
+import type { Counter } from 'prom-client';
 import { ConfigError, type Config, type LogFormat } from './config.ts';
 import { openDatabase, type OpenDatabase } from './db/open.ts';
-import { clusterAggregator, listenMetrics, prepareWorkerMetrics, type MetricsListener } from './http/metrics.ts';
+import type { MetricsListener } from './http/metrics.ts';
 import type { Logger } from './logger.ts';
 import type { Running } from './main.ts';
 import { loadKeyring } from './vault/keyring.ts';
@@ -76,7 +76,7 @@ export function untilSignal(opts: { absorb?: boolean } = {}): Promise<string> {
 export async function runWorker(config: Config, baseLog: Logger): Promise<number> {
   const log = baseLog.child({ worker: Number(process.env.COFFER_WORKER_SLOT) || cluster.worker?.id });
   // Answer the primary's metrics requests from the start, so a scrape during a restart is not left hanging.
-  if (config.metricsToken) prepareWorkerMetrics();
+  if (config.metricsToken) (await import('./http/metrics.ts')).prepareWorkerMetrics();
   // Loaded by workers only: the primary serves no API, so it stays a small process.
   const { start } = await import('./main.ts');
   const running = await start(config, log, { clusterWorker: true, announceFirstKey });
@@ -114,7 +114,9 @@ export async function runPrimary(config: Config, log: Logger, count: number, log
     const stopTimeoutMs = Math.max(config.shutdownGraceSeconds * 1000, JOBS_STOP_MS) + STOP_MARGIN_MS;
     const supervisor = new Supervisor(log, count, { DATABASE_URL: database.url, LOG_FORMAT: logFormat }, stopTimeoutMs);
     if (config.metricsToken) {
-      const render = supervisor.metricsRenderer();
+      // Loaded only here: without metrics the primary never needs prom-client (~10 MB of RSS).
+      const { listenMetrics } = await import('./http/metrics.ts');
+      const render = await supervisor.metricsRenderer();
       metricsListener = await listenMetrics({ host: config.host, port: config.metricsPort!, token: config.metricsToken, log, render });
     }
     const signal = untilSignal({ absorb: true });
@@ -159,8 +161,8 @@ class Supervisor {
   private url = '';
   private firstStart = false;
   private readonly exited = new Set<() => void>();
-  private readonly restartsTotal: Counter;
-  private readonly registry = new Registry();
+  /** Set when the primary serves metrics (metricsRenderer). */
+  private restartsTotal: Counter | undefined;
 
   private readonly stopTimeoutMs: number;
 
@@ -169,16 +171,6 @@ class Supervisor {
     this.env = env;
     this.stopTimeoutMs = stopTimeoutMs;
     this.slots = Array.from({ length: count }, (_, i) => ({ index: i + 1, worker: undefined, startedAt: 0, failures: 0, restarts: 0, timer: undefined }));
-    const slots = this.slots;
-    new Gauge({
-      name: 'coffer_cluster_workers',
-      help: 'Worker processes running (serve --workers N).',
-      registers: [this.registry],
-      collect() {
-        this.set(slots.filter((s) => s.worker && !s.worker.isDead()).length);
-      },
-    });
-    this.restartsTotal = new Counter({ name: 'coffer_cluster_worker_restarts_total', help: 'Workers that died and were restarted.', registers: [this.registry] });
   }
 
   /** Forks every worker; resolves when all serve, or with ok: false as soon as one dies first. */
@@ -225,7 +217,7 @@ class Supervisor {
       slot.failures = lived >= STABLE_MS ? 0 : slot.failures + 1;
       const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** Math.min(slot.failures, 16));
       slot.restarts++;
-      this.restartsTotal.inc();
+      this.restartsTotal?.inc();
       this.log.error(
         { worker: slot.index, worker_pid: worker.process.pid, code, signal, ran_ms: lived, restart_in_ms: delay, restarts: slot.restarts },
         'worker died; restarting it',
@@ -260,11 +252,26 @@ class Supervisor {
     while (live().length > 0) await new Promise((r) => setTimeout(r, 50));
   }
 
-  /** The sum over all workers (prom-client's cluster aggregation), plus the primary's own figures. */
-  metricsRenderer(): () => Promise<{ contentType: string; body: string }> {
+  /**
+   * The sum over all workers (prom-client's cluster aggregation), plus the primary's own figures:
+   * workers running and restarts (counted from here on; it is set up before the first fork).
+   */
+  async metricsRenderer(): Promise<() => Promise<{ contentType: string; body: string }>> {
+    const [{ Counter, Gauge, Registry }, { clusterAggregator }] = await Promise.all([import('prom-client'), import('./http/metrics.ts')]);
+    const registry = new Registry();
+    const slots = this.slots;
+    new Gauge({
+      name: 'coffer_cluster_workers',
+      help: 'Worker processes running (serve --workers N).',
+      registers: [registry],
+      collect() {
+        this.set(slots.filter((s) => s.worker && !s.worker.isDead()).length);
+      },
+    });
+    this.restartsTotal = new Counter({ name: 'coffer_cluster_worker_restarts_total', help: 'Workers that died and were restarted.', registers: [registry] });
     const aggregator = clusterAggregator();
     return async () => {
-      const [workers, own] = await Promise.all([aggregator.clusterMetrics(), this.registry.metrics()]);
+      const [workers, own] = await Promise.all([aggregator.clusterMetrics(), registry.metrics()]);
       const body = [workers, own].map((s) => s.trim()).filter(Boolean).join('\n') + '\n';
       return { contentType: aggregator.contentType, body };
     };
