@@ -5,6 +5,10 @@
  * processes are), then commits one audit row, shaped as Coffer's audit_events, to the same
  * PostgreSQL before it answers with what the code returned. No auth, no reactor lookup, no
  * events, no stored result: what `react.trivial` costs beyond this is what Coffer adds.
+ *
+ * Given `tokens` (bench/minimal-token-work.ts), it is `react.minimal_token`: the args' token
+ * expressions are replaced by the cards' data (one SELECT, AES-GCM and one committed audit row
+ * per token) before the code runs, the least a call of `react.one_token` must do.
  */
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -14,6 +18,7 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
 import type { AnswerMessage, CallMessage } from './minimal-isolate.ts';
+import { createTokenWork, type TokenWork } from './minimal-token-work.ts';
 import { SANDBOX_EXEC_ARGV } from '../src/sandbox/process/host.ts';
 
 /** Coffer's defaults: DATABASE_POOL_SIZE, SANDBOX_NICE. */
@@ -24,7 +29,7 @@ export const AUDIT_TABLE = 'bench_audit';
 export type MinimalReact = { app: ReturnType<typeof Fastify>; close(): Promise<void> };
 
 /** `code` is what every call runs; `db` the pool's connection settings. */
-export async function createMinimalReact(opts: { code: string; db: pg.PoolConfig; logLevel?: string }): Promise<MinimalReact> {
+export async function createMinimalReact(opts: { code: string; db: pg.PoolConfig; tokens?: TokenWork; logLevel?: string }): Promise<MinimalReact> {
   const pool = new pg.Pool({ ...opts.db, max: POOL_SIZE });
   pool.on('error', () => {}); // an idle client dropped when the database stops is not a finding
   // Coffer's audit table, indexes included (not its foreign key: there is no tenant here).
@@ -62,7 +67,15 @@ export async function createMinimalReact(opts: { code: string; db: pg.PoolConfig
   const app = Fastify({ loggerInstance: pino({ level: opts.logLevel ?? 'info' }) });
   app.get('/health/ready', async () => ({ status: 'ready' }));
   app.post('/react', async (request, reply) => {
-    const answer = await run({ args: (request.body as { args?: unknown } | undefined)?.args ?? null, configuration: {} });
+    let args = (request.body as { args?: unknown } | undefined)?.args ?? null;
+    if (opts.tokens) {
+      try {
+        args = await opts.tokens.detokenizeValue(args);
+      } catch (err) {
+        return reply.code(422).send({ detail: (err as Error).message });
+      }
+    }
+    const answer = await run({ args, configuration: {} });
     if (!answer.ok) return reply.code(422).send({ detail: answer.error });
     await pool.query({
       name: 'audit',
@@ -76,15 +89,18 @@ export async function createMinimalReact(opts: { code: string; db: pg.PoolConfig
     async close() {
       await app.close();
       child.disconnect();
-      await pool.end();
+      await Promise.all([pool.end(), opts.tokens?.close()]);
     },
   };
 }
 
-// Started as a child by bench/run.ts: PORT, HOST, LOG_LEVEL, REACT_CODE and the database (PG*) from the environment.
+// Started as a child by bench/run.ts: PORT, HOST, LOG_LEVEL, REACT_CODE and the database (PG*) from the environment;
+// for react.minimal_token also TOKEN_IDS (comma-separated) and TOKEN_CARD (JSON).
 if (import.meta.main) {
-  const db = { host: process.env.PGHOST, port: Number(process.env.PGPORT), user: 'postgres', password: process.env.PGPASSWORD, database: 'postgres' };
-  const { app, close } = await createMinimalReact({ code: process.env.REACT_CODE!, db, logLevel: process.env.LOG_LEVEL });
+  const env = process.env;
+  const db = { host: env.PGHOST, port: Number(env.PGPORT), user: 'postgres', password: env.PGPASSWORD, database: 'postgres' };
+  const tokens = env.TOKEN_IDS ? await createTokenWork({ db, ids: env.TOKEN_IDS.split(','), card: JSON.parse(env.TOKEN_CARD!) }) : undefined;
+  const { app, close } = await createMinimalReact({ code: env.REACT_CODE!, db, tokens, logLevel: env.LOG_LEVEL });
   await app.listen({ port: Number(process.env.PORT), host: process.env.HOST ?? '127.0.0.1' });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void close().finally(() => process.exit(0)));
 }

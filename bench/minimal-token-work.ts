@@ -1,13 +1,14 @@
 /**
- * What `proxy.minimal_token` adds to `proxy.minimal`: the least a proxy does to put one
- * stored card's data into the body it forwards, as `proxy.one_token` asks of Coffer. Each
- * call parses the JSON body, finds its `{{ <id> | json: '$.<field>' }}` and
- * `{{ <id> | card_exp: 'MM/YY' }}` strings, reads each token's ciphertext by its key
- * (a prepared primary-key SELECT), opens it (AES-256-GCM, bound to the token by its
- * additional data), puts the values in, and commits one audit row per token used, shaped as
- * Coffer's audit_events, before the body goes on. No auth, no rules, no expression language
- * beyond these two forms, no batching: what `proxy.one_token` costs beyond this is what
- * Coffer adds.
+ * What `proxy.minimal_token` adds to `proxy.minimal`, and `react.minimal_token` to
+ * `react.minimal`: the least a program does to put one stored card's data where a call asks
+ * for it, as `proxy.one_token` and `react.one_token` ask of Coffer. Each call finds the
+ * `{{ <id> }}` (the whole card), `{{ <id> | json: '$.<field>' }}` and
+ * `{{ <id> | card_exp: 'MM/YY' }}` strings in its JSON (a proxy's body, a reactor's args),
+ * reads each token's ciphertext by its key (a prepared primary-key SELECT), opens it
+ * (AES-256-GCM, bound to the token by its additional data), puts the values in, and commits
+ * one audit row per token used, shaped as Coffer's audit_events. No auth, no rules, no
+ * expression language beyond these forms, no batching: what the `one_token` rows cost beyond
+ * this is what Coffer adds.
  */
 import { createCipheriv, createDecipheriv, randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -16,16 +17,18 @@ import pg from 'pg';
 const POOL_SIZE = 20;
 export const TOKEN_TABLE = 'bench_minimal_tokens';
 export const TOKEN_AUDIT_TABLE = 'bench_minimal_token_audit';
-const EXPRESSION = /^\{\{\s*([A-Za-z0-9_-]+)\s*\|\s*(json|card_exp)\s*:\s*'([^']*)'\s*\}\}$/;
+const EXPRESSION = /^\{\{\s*([A-Za-z0-9_-]+)\s*(?:\|\s*(json|card_exp)\s*:\s*'([^']*)'\s*)?\}\}$/;
 
 export type TokenWork = {
   /** The body with its expressions replaced; throws an Error whose message says why not. */
   detokenize(body: Buffer): Promise<Buffer>;
+  /** `value` (parsed JSON) with its expressions replaced in place; throws as detokenize does. */
+  detokenizeValue<T>(value: T): Promise<T>;
   close(): Promise<void>;
 };
 
 type Card = { number: string; expiration_month: number; expiration_year: number; cvc: string };
-type Found = { holder: Record<string, unknown> | unknown[]; key: string | number; id: string; filter: string; arg: string };
+type Found = { holder: Record<string, unknown> | unknown[]; key: string | number; id: string; filter: string | undefined; arg: string | undefined };
 
 /** Stores `card` under each of `ids` in a table of its own, sealed with a key of its own. */
 export async function createTokenWork(opts: { db: pg.PoolConfig; ids: string[]; card: Card }): Promise<TokenWork> {
@@ -63,17 +66,26 @@ export async function createTokenWork(opts: { db: pg.PoolConfig; ids: string[]; 
       values: [randomUUID(), tenant, id],
     });
 
+  /** Replaces the expressions under `parsed` in place; false when it has none. */
+  const replace = async (parsed: unknown): Promise<boolean> => {
+    const found: Found[] = [];
+    collect(parsed, found);
+    if (found.length === 0) return false;
+    const ids = [...new Set(found.map((f) => f.id))];
+    const cards = new Map(await Promise.all(ids.map(async (id) => [id, await use(id)] as const)));
+    for (const f of found) (f.holder as Record<string | number, unknown>)[f.key] = render(cards.get(f.id)!, f.filter, f.arg);
+    await Promise.all(ids.map(audit));
+    return true;
+  };
+
   return {
     async detokenize(body) {
       const parsed: unknown = JSON.parse(body.toString('utf8'));
-      const found: Found[] = [];
-      collect(parsed, found);
-      if (found.length === 0) return body;
-      const ids = [...new Set(found.map((f) => f.id))];
-      const cards = new Map(await Promise.all(ids.map(async (id) => [id, await use(id)] as const)));
-      for (const f of found) (f.holder as Record<string | number, unknown>)[f.key] = render(cards.get(f.id)!, f.filter, f.arg);
-      await Promise.all(ids.map(audit));
-      return Buffer.from(JSON.stringify(parsed));
+      return (await replace(parsed)) ? Buffer.from(JSON.stringify(parsed)) : body;
+    },
+    async detokenizeValue(value) {
+      await replace(value);
+      return value;
     },
     close: () => pool.end(),
   };
@@ -90,8 +102,9 @@ function collect(node: unknown, found: Found[]): void {
   }
 }
 
-/** `json: '$.<field>'` takes a top-level field; `card_exp: 'MM/YY'` formats the expiration. */
-function render(card: Card, filter: string, arg: string): unknown {
+/** No filter: the whole card; `json: '$.<field>'` takes a top-level field; `card_exp: 'MM/YY'` formats the expiration. */
+function render(card: Card, filter: string | undefined, arg = ''): unknown {
+  if (filter === undefined) return card;
   if (filter === 'json') {
     if (!arg.startsWith('$.')) throw new Error(`unsupported path ${arg}`);
     return (card as Record<string, unknown>)[arg.slice(2)];

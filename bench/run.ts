@@ -83,7 +83,7 @@ type Scenario = Target & {
 };
 
 /** The minimal programs a scenario's baseline may be served by (docs/benchmarks.md, "Minimal programs"). */
-type MinimalName = 'proxy.minimal' | 'proxy.minimal_token' | 'react.minimal';
+type MinimalName = 'proxy.minimal' | 'proxy.minimal_token' | 'react.minimal' | 'react.minimal_token';
 
 const baselines: Record<string, Target | { db: DbTarget }> = {
   'fastify.bare': { server: 'baseline', requests: () => ({ path: '/bare' }) },
@@ -116,6 +116,13 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
     server: 'react.minimal',
     prepare: (ctx) => vault(ctx),
     requests: (_, { key }) => ({ method: 'POST', path: '/react', headers: { 'svc-api-key': key }, json: { args: {} } }),
+  },
+  // react.one_token's code and args through react.minimal with the token's data put in first: one SELECT, AES-GCM
+  // and one committed audit row per call (bench/minimal-token-work.ts), as the floor of react.one_token.
+  'react.minimal_token': {
+    server: 'react.minimal_token',
+    prepare: (ctx) => vault(ctx),
+    requests: (_, { key, ids }) => ids.map((id: string) => ({ method: 'POST', path: '/react', headers: { 'svc-api-key': key }, json: { args: { card: `{{ ${id} }}` } } })),
   },
   // The `tokens.create` scenario's requests, as the baseline of googlepay.tokenize (arrow: `vault` is defined below).
   'tokens.create': { prepare: (ctx) => vault(ctx), requests: (_, { key }) => createTokenRequest(key) },
@@ -273,6 +280,7 @@ const scenarios: Scenario[] = [
     // react.trivial plus one token detokenized (token:use) into args.card; the code returns its last 4 digits.
     name: 'react.one_token',
     baseline: 'detokenize',
+    floor: 'react.minimal_token',
     target: 0.5,
     connections: 64,
     prepare: reactors,
@@ -456,7 +464,7 @@ const resultsPath = path.join(import.meta.dirname, 'results.json');
 
 function durationSeconds(): number {
   const raw = process.env.BENCH_DURATION ?? '10';
-  // Capped so the 41 runs (12 scenario runs, 22 baselines bracketing 11 scenarios, 3 former baselines, 1 floor, the
+  // Capped so the 42 runs (12 scenario runs, 22 baselines bracketing 11 scenarios, 3 former baselines, 2 floors, the
   // three one-connection pairs) plus start-ups stay under 20 minutes (each run is the warm-up plus this: ~18 minutes at 20 s).
   if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 20) throw new BenchError(`BENCH_DURATION must be whole seconds from 1 to 20 (got "${raw}")`);
   return Number(raw);
@@ -644,13 +652,17 @@ async function main(): Promise<number> {
             const db = embeddedConnection(dataDir);
             return { PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password) };
           };
+          // The vault's tokens, stored again in the program's own table.
+          const tokenEnv = async () => ({ TOKEN_IDS: (await vault(ctx)).ids.join(','), TOKEN_CARD: JSON.stringify(CARD.data) });
           const env =
             name === 'proxy.minimal'
               ? { ...startEnv, DESTINATION: baseline.url, LOG_LEVEL: logLevel }
               : name === 'proxy.minimal_token'
-                ? { ...startEnv, ...pgEnv(), DESTINATION: baseline.url, TOKEN_IDS: (await vault(ctx)).ids.join(','), TOKEN_CARD: JSON.stringify(CARD.data), LOG_LEVEL: logLevel }
-                : { ...startEnv, ...pgEnv(), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel };
-          const script = name === 'react.minimal' ? 'minimal-react.ts' : 'minimal-proxy.ts';
+                ? { ...startEnv, ...pgEnv(), ...(await tokenEnv()), DESTINATION: baseline.url, LOG_LEVEL: logLevel }
+                : name === 'react.minimal'
+                  ? { ...startEnv, ...pgEnv(), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel }
+                  : { ...startEnv, ...pgEnv(), ...(await tokenEnv()), REACT_CODE: REACTORS.oneToken, LOG_LEVEL: logLevel };
+          const script = name.startsWith('react.') ? 'minimal-react.ts' : 'minimal-proxy.ts';
           const server = startServer(name, path.join(import.meta.dirname, script), [], env, await freePort(), flags);
           servers.push(server);
           await waitReady(server, '/health/ready', 60_000);

@@ -165,3 +165,42 @@ describe('proxy.minimal_token', () => {
     assert.equal((await auditRows()).length, before);
   });
 });
+
+describe('react.minimal_token', () => {
+  const database = suiteDatabase(2);
+  const card = { number: '4111111111111111', expiration_month: 3, expiration_year: 2032, cvc: '123' };
+  const code = 'module.exports = async (req) => ({ raw: { last4: req.args.card.number.slice(-4), month: req.args.card.expiration_month, other: req.args.other } })';
+  let work: TokenWork;
+  let minimal: MinimalReact;
+
+  before(async () => {
+    const db = { connectionString: (database.db.pool.options as { connectionString?: string }).connectionString };
+    work = await createTokenWork({ db, ids: ['tok_a', 'tok_b'], card });
+    minimal = await createMinimalReact({ code, db, tokens: work, logLevel: 'silent' });
+  });
+  after(async () => {
+    await minimal?.close();
+  });
+
+  const count = async (table: string): Promise<number> => (await database.db.pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+
+  it('runs the code with the card in place of `{{ id }}`, after one committed token audit row, then the reactor\'s', async () => {
+    const [tokenRows, reactRows] = [await count(TOKEN_AUDIT_TABLE), await count(AUDIT_TABLE)];
+    const res = await minimal.app.inject({ method: 'POST', url: '/react', payload: { args: { card: '{{ tok_b }}', other: 'kept' } } });
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(res.json(), { raw: { last4: '1111', month: 3, other: 'kept' } });
+    assert.equal(await count(TOKEN_AUDIT_TABLE), tokenRows + 1);
+    assert.equal(await count(AUDIT_TABLE), reactRows + 1);
+    const { rows } = await database.db.pool.query(`SELECT entity_id, operation FROM ${TOKEN_AUDIT_TABLE} ORDER BY created_at DESC LIMIT 1`);
+    assert.deepEqual(rows[0], { entity_id: 'tok_b', operation: 'use' });
+  });
+
+  it('refuses an unknown token before running anything or writing any row', async () => {
+    const [tokenRows, reactRows] = [await count(TOKEN_AUDIT_TABLE), await count(AUDIT_TABLE)];
+    const res = await minimal.app.inject({ method: 'POST', url: '/react', payload: { args: { card: '{{ tok_nope }}' } } });
+    assert.equal(res.statusCode, 422);
+    assert.match(res.json().detail, /tok_nope not found/);
+    assert.equal(await count(TOKEN_AUDIT_TABLE), tokenRows);
+    assert.equal(await count(AUDIT_TABLE), reactRows);
+  });
+});
