@@ -399,9 +399,12 @@ describe('a warm call’s outcome', () => {
     for (let i = 0; i < 3; i++) assert.equal(value(await undef()), undefined);
   });
 
-  it('a host call it starts and does not await is still made, and the context is not handed on', async () => {
+  it('a host call it starts and does not await is still made, and while it is pending the context is not handed on', async () => {
     const seen: string[] = [];
-    const sdk: SdkHost = { tokenize: async (x) => (seen.push(JSON.stringify(x)), 'reply') };
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    // Still pending when the call ends, whatever the timing (one that has answered by then leaves nothing behind).
+    const sdk: SdkHost = { tokenize: async (x) => (seen.push(JSON.stringify(x)), await held, 'reply') };
     const go = keyed(`let n = 0; module.exports = async ({ args, bt }) => {
       n += 1;
       if (args.leave) bt.tokenize({ call: n });
@@ -412,6 +415,7 @@ describe('a warm call’s outcome', () => {
     assert.equal(value(await go(args({ leave: true }))), 3);
     assert.deepEqual(seen, ['{"call":3}']);
     assert.equal(value(await go(args({}))), 1, 'a call left pending: a fresh context');
+    release();
   });
 });
 
