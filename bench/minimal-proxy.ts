@@ -13,7 +13,8 @@
 import http from 'node:http';
 import { pipeline } from 'node:stream';
 import { Agent, type Dispatcher } from 'undici';
-import { createTokenWork, type TokenWork } from './minimal-token-work.ts';
+import { databaseFromEnv, tokenWorkFromEnv } from './minimal-env.ts';
+import type { TokenWork } from './minimal-token-work.ts';
 
 /** Headers that describe one connection, not the message (RFC 9110, 7.6.1), plus the Host the pool sets. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
@@ -82,15 +83,8 @@ export function createMinimalProxy(destination: string, tokens?: TokenWork): htt
 // proxy.minimal_token also TOKEN_IDS (comma-separated), TOKEN_CARD (JSON) and the database (PG*).
 if (import.meta.main) {
   const env = process.env;
-  const tokens = env.TOKEN_IDS
-    ? await createTokenWork({
-        db: { host: env.PGHOST, port: Number(env.PGPORT), user: 'postgres', password: env.PGPASSWORD, database: 'postgres' },
-        ids: env.TOKEN_IDS.split(','),
-        card: JSON.parse(env.TOKEN_CARD!),
-      })
-    : undefined;
-  const server = createMinimalProxy(env.DESTINATION!, tokens);
+  const server = createMinimalProxy(env.DESTINATION!, await tokenWorkFromEnv(env, databaseFromEnv(env)));
   server.keepAliveTimeout = 72_000;
-  server.listen(Number(process.env.PORT), process.env.HOST ?? '127.0.0.1');
+  server.listen(Number(env.PORT), env.HOST ?? '127.0.0.1');
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(0));
 }

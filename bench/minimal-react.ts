@@ -18,7 +18,8 @@ import Fastify from 'fastify';
 import pg from 'pg';
 import { pino } from 'pino';
 import type { AnswerMessage, CallMessage } from './minimal-isolate.ts';
-import { createTokenWork, type TokenWork } from './minimal-token-work.ts';
+import { databaseFromEnv, tokenWorkFromEnv } from './minimal-env.ts';
+import type { TokenWork } from './minimal-token-work.ts';
 import { SANDBOX_EXEC_ARGV } from '../src/sandbox/process/host.ts';
 
 /** Coffer's defaults: DATABASE_POOL_SIZE, SANDBOX_NICE. */
@@ -98,9 +99,8 @@ export async function createMinimalReact(opts: { code: string; db: pg.PoolConfig
 // for react.minimal_token also TOKEN_IDS (comma-separated) and TOKEN_CARD (JSON).
 if (import.meta.main) {
   const env = process.env;
-  const db = { host: env.PGHOST, port: Number(env.PGPORT), user: 'postgres', password: env.PGPASSWORD, database: 'postgres' };
-  const tokens = env.TOKEN_IDS ? await createTokenWork({ db, ids: env.TOKEN_IDS.split(','), card: JSON.parse(env.TOKEN_CARD!) }) : undefined;
-  const { app, close } = await createMinimalReact({ code: env.REACT_CODE!, db, tokens, logLevel: env.LOG_LEVEL });
-  await app.listen({ port: Number(process.env.PORT), host: process.env.HOST ?? '127.0.0.1' });
+  const db = databaseFromEnv(env);
+  const { app, close } = await createMinimalReact({ code: env.REACT_CODE!, db, tokens: await tokenWorkFromEnv(env, db), logLevel: env.LOG_LEVEL });
+  await app.listen({ port: Number(env.PORT), host: env.HOST ?? '127.0.0.1' });
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void close().finally(() => process.exit(0)));
 }

@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { BENCH_TABLE, createBenchTable, dropBenchTable, embeddedConnection, insertRow, opsLoad, preloadRows, selectRandomRow } from './db.ts';
+import { databaseEnv, tokensEnv } from './minimal-env.ts';
 import { BenchError, freePort, load, probe, startCommand, startServer, table, waitReady, type Req, type Result, type Row, type Server, type ValueRow } from './lib.ts';
 import { pairedLatency, type Latencies } from './overhead.ts';
 import { RssSampler, type ServerPeak } from './rss.ts';
@@ -115,14 +116,14 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
   'react.minimal': {
     server: 'react.minimal',
     prepare: (ctx) => vault(ctx),
-    requests: (_, { key }) => ({ method: 'POST', path: '/react', headers: { 'svc-api-key': key }, json: { args: {} } }),
+    requests: (_, { key }) => minimalReactRequest(key, {}),
   },
   // react.one_token's code and args through react.minimal with the token's data put in first: one SELECT, AES-GCM
   // and one committed audit row per call (bench/minimal-token-work.ts), as the floor of react.one_token.
   'react.minimal_token': {
     server: 'react.minimal_token',
     prepare: (ctx) => vault(ctx),
-    requests: (_, { key, ids }) => ids.map((id: string) => ({ method: 'POST', path: '/react', headers: { 'svc-api-key': key }, json: { args: { card: `{{ ${id} }}` } } })),
+    requests: (_, { key, ids }) => ids.map((id: string) => minimalReactRequest(key, { card: `{{ ${id} }}` })),
   },
   // The `tokens.create` scenario's requests, as the baseline of googlepay.tokenize (arrow: `vault` is defined below).
   'tokens.create': { prepare: (ctx) => vault(ctx), requests: (_, { key }) => createTokenRequest(key) },
@@ -171,6 +172,8 @@ const reactRequest = (key: string, reactor: string, args: unknown): Req => ({
   headers: { 'svc-api-key': key },
   json: { args },
 });
+/** The same call to a minimal react program (bench/minimal-react.ts): one route, no reactors. */
+const minimalReactRequest = (key: string, args: unknown): Req => ({ method: 'POST', path: '/react', headers: { 'svc-api-key': key }, json: { args } });
 
 // The proxy scenarios: one proxy (require_auth, no transforms) to the baseline's POST /echo, invoked with the
 // token scenarios' private key (token:use). The body is a small payment request, as a processor would get it.
@@ -647,21 +650,7 @@ async function main(): Promise<number> {
       let started = minimal.get(name);
       if (!started) {
         started = (async () => {
-          // The database's settings, for the programs that use it.
-          const pgEnv = () => {
-            const db = embeddedConnection(dataDir);
-            return { PGHOST: String(db.host), PGPORT: String(db.port), PGPASSWORD: String(db.password) };
-          };
-          // The vault's tokens, stored again in the program's own table.
-          const tokenEnv = async () => ({ TOKEN_IDS: (await vault(ctx)).ids.join(','), TOKEN_CARD: JSON.stringify(CARD.data) });
-          const env =
-            name === 'proxy.minimal'
-              ? { ...startEnv, DESTINATION: baseline.url, LOG_LEVEL: logLevel }
-              : name === 'proxy.minimal_token'
-                ? { ...startEnv, ...pgEnv(), ...(await tokenEnv()), DESTINATION: baseline.url, LOG_LEVEL: logLevel }
-                : name === 'react.minimal'
-                  ? { ...startEnv, ...pgEnv(), REACT_CODE: REACTORS.trivial, LOG_LEVEL: logLevel }
-                  : { ...startEnv, ...pgEnv(), ...(await tokenEnv()), REACT_CODE: REACTORS.oneToken, LOG_LEVEL: logLevel };
+          const env = { ...startEnv, LOG_LEVEL: logLevel, ...(await minimalEnv(name)) };
           const script = name.startsWith('react.') ? 'minimal-react.ts' : 'minimal-proxy.ts';
           const server = startServer(name, path.join(import.meta.dirname, script), [], env, await freePort(), flags);
           servers.push(server);
@@ -671,6 +660,21 @@ async function main(): Promise<number> {
         minimal.set(name, started);
       }
       return started;
+    };
+    /** What each minimal program is given beyond Coffer's start environment (bench/minimal-env.ts). */
+    const minimalEnv = async (name: MinimalName): Promise<Record<string, string>> => {
+      // The vault's tokens, stored again in the program's own table.
+      const tokens = async () => tokensEnv((await vault(ctx)).ids, CARD.data);
+      switch (name) {
+        case 'proxy.minimal':
+          return { DESTINATION: baseline.url };
+        case 'proxy.minimal_token':
+          return { ...databaseEnv(embeddedConnection(dataDir)), ...(await tokens()), DESTINATION: baseline.url };
+        case 'react.minimal':
+          return { ...databaseEnv(embeddedConnection(dataDir)), REACT_CODE: REACTORS.trivial };
+        case 'react.minimal_token':
+          return { ...databaseEnv(embeddedConnection(dataDir)), ...(await tokens()), REACT_CODE: REACTORS.oneToken };
+      }
     };
     /** The pids of the minimal programs started so far: their CPU time (with their sandbox process's) is `minimal`. */
     const minimalPids = () => servers.filter((s) => minimal.has(s.name as MinimalName)).map((s) => s.pid);

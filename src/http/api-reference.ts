@@ -9,10 +9,11 @@ const PAGES = ['/docs/', '/docs/js/scalar.js'] as const;
 /**
  * Scalar's API reference at /docs, loaded on the first request for it rather than at start-up.
  * `@scalar/fastify-api-reference` holds its 4.9 MB browser script as a string in its module, so
- * importing it costs every process ~19 MB of heap (the module's source and the string), 30–45 MB
- * of RSS in all, whether or not anyone opens /docs. The routes are declared here, at start-up, as Fastify requires; the first
- * request imports the plugin, has it declare its routes to a collector, and from then on each
- * request is answered by the plugin's own handler for its path.
+ * importing it costs every process ~19 MB of heap (the module's source and the string), 30–45
+ * MB of RSS in all, whether or not anyone opens /docs. The routes are declared here, at
+ * start-up, as Fastify requires; the first request imports the plugin, has it declare its
+ * routes to a collector, and from then on each request is answered by the plugin's own handler
+ * for its path.
  */
 export function registerApiReference(docs: FastifyInstance, options: FastifyApiReferenceOptions): void {
   let handlers: Promise<Map<string, Handler>> | undefined;
