@@ -7,6 +7,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Logger } from '../logger.ts';
 import { addCorsHeaders } from './cors.ts';
+import { attachLazySchemas, LazySchemas } from './lazy-schemas.ts';
 import { ApiError, errorHandler, sendProblem } from './errors.ts';
 import { MAX_BODY_BYTES, parseJsonBody, refuseUnstorable } from './json-body.ts';
 
@@ -27,6 +28,8 @@ function validators() {
 }
 
 export function createServer(log: Logger, opts: { bodyLimit?: number; requestTimeoutMs?: number } = {}): FastifyInstance {
+  // Validators and response serializers are compiled when a route first needs them (./lazy-schemas.ts).
+  const schemas = new LazySchemas();
   const app = Fastify({
     loggerInstance: log,
     bodyLimit: opts.bodyLimit ?? MAX_BODY_BYTES,
@@ -48,13 +51,15 @@ export function createServer(log: Logger, opts: { bodyLimit?: number; requestTim
     return503OnClosing: true,
     frameworkErrors: routingError,
     clientErrorHandler: connectionError,
+    schemaController: schemas.schemaController(),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const { coercing, exact } = validators();
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? exact : coercing;
-    return ajv.compile(schema);
+    return schemas.validator(() => ajv.compile(schema));
   });
+  attachLazySchemas(app, schemas);
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
