@@ -73,11 +73,16 @@ export function storedInOrder(rows: (NewToken & { tenant_id: string })[], return
   });
 }
 
-/** Live tokens by (tenant, id) pairs of any tenants, in one statement; missing ones are simply absent. */
+/**
+ * Live tokens by (tenant, id) pairs of any tenants, in one statement; missing ones are simply
+ * absent, and each token comes once however often its pair is given (concurrent uses of one
+ * token share a batch: a proxy's credentials token may be in every call).
+ */
 export async function findTokensByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<TokenRow[]> {
+  const distinct = [...new Map(keys.map((k) => [`${k.tenantId}/${k.id}`, k])).values()];
   return db.query<TokenRow>(
     `SELECT ${COLUMNS} FROM unnest($1::uuid[], $2::text[]) AS k (tenant_id, id) JOIN tokens USING (tenant_id, id) WHERE ${LIVE}`,
-    [arrayLiteral(keys.map((k) => k.tenantId)), arrayLiteral(keys.map((k) => k.id))],
+    [arrayLiteral(distinct.map((k) => k.tenantId)), arrayLiteral(distinct.map((k) => k.id))],
   );
 }
 
