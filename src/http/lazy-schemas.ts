@@ -22,17 +22,11 @@ export class LazySchemas {
 
   /** A validator that compiles on its first call; Fastify reads a failed check's `errors` from it. */
   validator(compile: () => Validator): Validator {
-    let check: Validator | undefined;
-    const make = () => {
-      check ??= compile();
-      this.#pending.delete(make);
-      return check;
-    };
-    this.#pending.add(make);
+    const compiled = this.#once(compile);
     const lazy: Validator = (data: unknown) => {
-      const c = check ?? make();
-      const result = c(data);
-      lazy.errors = c.errors;
+      const check = compiled();
+      const result = check(data);
+      lazy.errors = check.errors;
       return result;
     };
     return lazy;
@@ -51,14 +45,22 @@ export class LazySchemas {
   }
 
   #serializer(compile: () => Serializer): Serializer {
-    let serialize: Serializer | undefined;
+    const compiled = this.#once(compile);
+    return (data) => compiled()(data);
+  }
+
+  /** What `compile` makes, made on the first call and kept; pending until then. */
+  #once<T>(compile: () => T): () => T {
+    let made: T | undefined;
     const make = () => {
-      serialize ??= compile();
-      this.#pending.delete(make);
-      return serialize;
+      if (made === undefined) {
+        made = compile();
+        this.#pending.delete(make);
+      }
+      return made;
     };
     this.#pending.add(make);
-    return (data) => (serialize ?? make())(data);
+    return make;
   }
 
   /** Compiles everything not compiled yet; how many that was. */
