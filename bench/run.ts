@@ -663,17 +663,17 @@ async function main(): Promise<number> {
     };
     /** What each minimal program is given beyond Coffer's start environment (bench/minimal-env.ts). */
     const minimalEnv = async (name: MinimalName): Promise<Record<string, string>> => {
+      if (name === 'proxy.minimal') return { DESTINATION: baseline.url };
+      const database = databaseEnv(embeddedConnection(dataDir));
       // The vault's tokens, stored again in the program's own table.
       const tokens = async () => tokensEnv((await vault(ctx)).ids, CARD.data);
       switch (name) {
-        case 'proxy.minimal':
-          return { DESTINATION: baseline.url };
         case 'proxy.minimal_token':
-          return { ...databaseEnv(embeddedConnection(dataDir)), ...(await tokens()), DESTINATION: baseline.url };
+          return { ...database, ...(await tokens()), DESTINATION: baseline.url };
         case 'react.minimal':
-          return { ...databaseEnv(embeddedConnection(dataDir)), REACT_CODE: REACTORS.trivial };
+          return { ...database, REACT_CODE: REACTORS.trivial };
         case 'react.minimal_token':
-          return { ...databaseEnv(embeddedConnection(dataDir)), ...(await tokens()), REACT_CODE: REACTORS.oneToken };
+          return { ...database, ...(await tokens()), REACT_CODE: REACTORS.oneToken };
       }
     };
     /** The pids of the minimal programs started so far: their CPU time (with their sandbox process's) is `minimal`. */

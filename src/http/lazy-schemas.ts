@@ -38,15 +38,13 @@ export class LazySchemas {
       compilersFactory: {
         buildSerializer: (externalSchemas: unknown, options: unknown) => {
           const compile = SerializerSelector()(externalSchemas, options as Parameters<ReturnType<typeof SerializerSelector>>[1]);
-          return (route: Parameters<typeof compile>[0]) => this.#serializer(() => compile(route));
+          return (route: Parameters<typeof compile>[0]): Serializer => {
+            const compiled = this.#once(() => compile(route));
+            return (data) => compiled()(data);
+          };
         },
       },
     };
-  }
-
-  #serializer(compile: () => Serializer): Serializer {
-    const compiled = this.#once(compile);
-    return (data) => compiled()(data);
   }
 
   /** What `compile` makes, made on the first call and kept; pending until then. */
