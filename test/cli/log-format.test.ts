@@ -193,6 +193,10 @@ describe('coffer serve and LOG_FORMAT', () => {
       }
       const url = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(screen.replace(COLOURS, ''))![1];
       assert.equal((await call(url, 'GET', '/ping')).status, 200);
+      // The worker logs the request once its answer has gone out, which the caller may see first:
+      // Ctrl-C only after that line (or 10 s), so the shutdown does not race it.
+      const logged = Date.now() + 10_000;
+      while (!/INFO: request completed/.test(screen.replace(COLOURS, '')) && Date.now() < logged) await new Promise((r) => setTimeout(r, 50));
       // Ctrl-C, typed on that terminal: SIGINT to the primary and its workers.
       child.stdin!.write('\x03');
       assert.equal(await exited, 0, screen);
