@@ -65,9 +65,9 @@ async function checkReachable(url: string): Promise<void> {
   }
 }
 
-/** Where DATABASE_URL points, without its password. */
+/** Where DATABASE_URL points, without its password: a `host` parameter names a socket directory. */
 function describe(url: string): string {
   const u = new URL(url);
   const user = u.username ? `${decodeURIComponent(u.username)}@` : '';
-  return `${user}${u.hostname || 'localhost'}:${u.port || 5432}${u.pathname.length > 1 ? u.pathname : ''}`;
+  return `${user}${u.searchParams.get('host') || u.hostname || 'localhost'}:${u.port || 5432}${u.pathname.length > 1 ? u.pathname : ''}`;
 }

@@ -38,6 +38,14 @@ describe('coffer with a DATABASE_URL it cannot use', () => {
     assert.ok(!res.stderr.includes('pw-refused-123'));
   });
 
+  it('through a socket directory (a host parameter): names that directory, not the host in the address', async () => {
+    const socketDir = path.join(dataDir, 'no-server-here');
+    const res = await runCli(['migrate'], { DATABASE_URL: `postgres://coffer:pw-socket-123@localhost:5433/vault?host=${encodeURIComponent(socketDir)}`, DATA_DIR: dataDir });
+    assert.equal(res.code, 1);
+    assert.ok(res.stderr.includes(`cannot connect to the database in DATABASE_URL (coffer@${socketDir}:5433/vault): connect ENOENT`), res.stderr);
+    assert.ok(!res.stderr.includes('pw-socket-123'));
+  });
+
   it('silent: gives up after 10 s instead of waiting for ever', async () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const { port } = silent.address() as net.AddressInfo;
