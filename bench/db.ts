@@ -9,17 +9,12 @@ import path from 'node:path';
 import pg from 'pg';
 import { BenchError, type Result } from './lib.ts';
 
-/**
- * The embedded PostgreSQL under DATA_DIR, reached as Coffer reaches it: through its socket
- * directory (postmaster.pid, line 5) when it has one, otherwise over TCP; the port from line 4,
- * the password from postgres.json.
- */
+/** The embedded PostgreSQL under DATA_DIR: port from its postmaster.pid (line 4), password from postgres.json. */
 export function embeddedConnection(dataDir: string): pg.PoolConfig {
-  const lines = fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n');
-  const port = Number(lines[3]);
+  const port = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[3]);
   const { password } = JSON.parse(fs.readFileSync(path.join(dataDir, 'postgres.json'), 'utf8')) as { password: string };
   if (!port) throw new BenchError(`no port on line 4 of ${path.join(dataDir, 'postgres', 'postmaster.pid')}`);
-  return { host: lines[4]?.trim() || '127.0.0.1', port, user: 'postgres', password, database: 'postgres' };
+  return { host: '127.0.0.1', port, user: 'postgres', password, database: 'postgres' };
 }
 
 // The bench's own table, shaped like a token row reduced to what a raw insert needs.

@@ -9,32 +9,19 @@ import type { Ids } from './location.ts';
 
 export type Running = { url: string; port: number; pid: number };
 
-/**
- * Coffer reaches the server through a Unix socket in its data directory: a statement's round
- * trip costs both sides less than over loopback TCP (docs/operations.md, "The embedded
- * database"). TCP on 127.0.0.1 stays open for tools such as pg_dump, and is what Coffer uses
- * where the socket cannot be: a path too long for a socket address (108 bytes on Linux, 104
- * on macOS), or one PostgreSQL's list of socket directories could not hold (a comma or quote).
- */
-export function socketDirFor(pgdata: string): string | undefined {
-  const longest = path.join(pgdata, '.s.PGSQL.65535.lock');
-  return Buffer.byteLength(longest) < 104 && !/[,"]/.test(pgdata) ? pgdata : undefined;
-}
-
 /** A server is running when postmaster.pid names a live process that accepts our login. */
 export async function findRunning(pgdata: string, password: string): Promise<Running | undefined> {
-  const { pid, port, socketDir } = readPostmasterFile(pgdata) ?? {};
+  const { pid, port } = readPostmasterFile(pgdata) ?? {};
   if (!pid || !port || !isAlive(pid)) return undefined;
   if (!isPostgresProcess(pid)) {
     // After a reboot the old pid can belong to an unrelated process; the lock is stale.
     fs.rmSync(path.join(pgdata, 'postmaster.pid'), { force: true });
     return undefined;
   }
-  // A server started by an older Coffer listens on TCP alone (no socket directory in its lock file).
-  const urls = [...(socketDir ? [connectionUrl(port, password, socketDir)] : []), connectionUrl(port, password)];
+  const url = connectionUrl(port, password);
   // A server that is still starting up refuses connections for a moment.
   for (let i = 0; i < 50; i++) {
-    for (const url of urls) if (await canConnect(url)) return { url, port, pid };
+    if (await canConnect(url)) return { url, port, pid };
     if (!isAlive(pid)) return undefined;
     await sleep(100);
   }
@@ -46,14 +33,11 @@ export function postmasterPid(pgdata: string): number | undefined {
   return pid && isAlive(pid) ? pid : undefined;
 }
 
-/**
- * PostgreSQL's own lock file in pgdata: the postmaster's pid, its port, and its first socket
- * directory (line 5, empty for none), or undefined without one.
- */
-export function readPostmasterFile(pgdata: string): { pid: number; port: number; socketDir?: string } | undefined {
+/** PostgreSQL's own lock file in pgdata: the postmaster's pid and port, or undefined without one. */
+export function readPostmasterFile(pgdata: string): { pid: number; port: number } | undefined {
   try {
     const lines = fs.readFileSync(path.join(pgdata, 'postmaster.pid'), 'utf8').split('\n');
-    return { pid: Number(lines[0]), port: Number(lines[3]), socketDir: lines[4]?.trim() || undefined };
+    return { pid: Number(lines[0]), port: Number(lines[3]) };
   } catch {
     return undefined;
   }
@@ -62,8 +46,7 @@ export function readPostmasterFile(pgdata: string): { pid: number; port: number;
 /** What the embedded server runs with beyond PostgreSQL's defaults (docs/operations.md). */
 const SERVER_SETTINGS = [
   'listen_addresses=127.0.0.1',
-  // Only the server's OS user (and root) may open the socket; the password is asked on it too.
-  'unix_socket_permissions=0700',
+  'unix_socket_directories=',
   'max_connections=300',
   // A new 16 MB WAL segment is not zero-filled first. Under a steady stream of writes the
   // commit that needed a new segment waited for that fill, and every request in its batch
@@ -88,15 +71,13 @@ export function serverLogDir(pgdata: string): string {
 
 export async function spawnServer(postgres: string, pgdata: string, ids: Ids | undefined, password: string): Promise<Running> {
   const port = await freePort();
-  const socketDir = socketDirFor(pgdata);
-  const settings = [...SERVER_SETTINGS, `unix_socket_directories=${socketDir ?? ''}`];
   const child = spawn(
     postgres,
-    ['-D', pgdata, '-p', String(port), ...settings.flatMap((setting) => ['-c', setting])],
+    ['-D', pgdata, '-p', String(port), ...SERVER_SETTINGS.flatMap((setting) => ['-c', setting])],
     // Detached: Ctrl-C in the terminal reaches Coffer, which then stops the server in order.
     { detached: true, stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}) },
   );
-  const url = connectionUrl(port, password, socketDir);
+  const url = connectionUrl(port, password);
   // Until the logging collector takes over, the server writes to stderr: what a server that
   // fails at once (a bad setting, a taken port) says is there; later, in its log files.
   let stderr = '';
@@ -156,10 +137,8 @@ export async function stopServer(pid: number): Promise<void> {
   for (let i = 0; i < 200 && isAlive(pid); i++) await sleep(50);
 }
 
-/** Through the socket in `socketDir` when given, otherwise over TCP to 127.0.0.1. */
-export function connectionUrl(port: number, password: string, socketDir?: string): string {
-  const tcp = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
-  return socketDir ? `${tcp}?host=${encodeURIComponent(socketDir)}` : tcp;
+export function connectionUrl(port: number, password: string): string {
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
 }
 
 export async function canConnect(url: string): Promise<boolean> {
