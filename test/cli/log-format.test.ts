@@ -10,6 +10,7 @@ import { createLogger, logFormatFor } from '../../src/logger.ts';
 import { keepOutput, killServed, runCli, serve } from '../helpers/cli.ts';
 import { call } from '../helpers/http.ts';
 import { scanLogs } from '../helpers/log-scan.ts';
+import { until } from '../helpers/until.ts';
 import { createTestDatabase, rememberSecret } from '../helpers/server.ts';
 
 /**
@@ -195,8 +196,7 @@ describe('coffer serve and LOG_FORMAT', () => {
       assert.equal((await call(url, 'GET', '/ping')).status, 200);
       // The worker logs the request once its answer has gone out, which the caller may see first:
       // Ctrl-C only after that line (or 10 s), so the shutdown does not race it.
-      const logged = Date.now() + 10_000;
-      while (!/INFO: request completed/.test(screen.replace(COLOURS, '')) && Date.now() < logged) await new Promise((r) => setTimeout(r, 50));
+      await until(() => /INFO: request completed/.test(screen.replace(COLOURS, '')), 'the request completed line', 10_000).catch(() => {});
       // Ctrl-C, typed on that terminal: SIGINT to the primary and its workers.
       child.stdin!.write('\x03');
       assert.equal(await exited, 0, screen);
