@@ -16,6 +16,11 @@ export function isTemplate(source: string): boolean {
   return typeof source === 'string' && source.includes('{{');
 }
 
+/** Whether some tag of the template applies the filter `name`. */
+export function usesFilter(t: Template, name: string): boolean {
+  return t.parts.some((p) => typeof p !== 'string' && p.filters.some((f) => f.name === name));
+}
+
 /** Detokenize mode: every token the template references, in order, duplicates kept (one per expression). */
 export function tokenReferences(t: Template): TokenReference[] {
   return t.references.map((r) => ({ id: r.id, form: r.form }));

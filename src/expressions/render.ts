@@ -30,20 +30,22 @@ export const MAX_GROWTH = 4_194_304;
 // Parsed templates are immutable, and the same few come back again and again: each token
 // type's mask and fingerprint on every write, the expressions of the tokens a caller
 // detokenizes repeatedly. Parse each once. Bounded, oldest out; a source longer than
-// MAX_CACHED_SOURCE is parsed every time, so the cache holds at most ~1000 × 2000 characters.
-const parsed = new Map<string, Template>();
-const MAX_PARSED = 1000;
+// MAX_CACHED_SOURCE is parsed every time, so the caches hold at most ~1000 × 2000 characters.
+// One map per mode, keyed by the source itself: a key made of mode and source would be a new
+// string to build and hash on every lookup.
+const parsed: Record<Mode, Map<string, Template>> = { template: new Map(), detokenize: new Map() };
+const MAX_PARSED = 500;
 const MAX_CACHED_SOURCE = 2000;
 
 /** parseTemplate, from the cache when the same source was parsed in the same mode before. */
 export function parsedTemplate(source: string, mode: Mode): Template {
-  if (typeof source !== 'string' || source.length > MAX_CACHED_SOURCE) return parseTemplate(source, mode);
-  const key = `${mode}:${source}`;
-  let template = parsed.get(key);
+  const cache = parsed[mode];
+  if (typeof source !== 'string' || source.length > MAX_CACHED_SOURCE || cache === undefined) return parseTemplate(source, mode);
+  let template = cache.get(source);
   if (template === undefined) {
     template = parseTemplate(source, mode);
-    if (parsed.size >= MAX_PARSED) parsed.delete(parsed.keys().next().value!);
-    parsed.set(key, template);
+    if (cache.size >= MAX_PARSED) cache.delete(cache.keys().next().value!);
+    cache.set(source, template);
   }
   return template;
 }
@@ -104,7 +106,7 @@ function applyFilter(t: Template, f: FilterCall, v: unknown, scope: Scope, growt
     if (err instanceof FilterError) throw new ExpressionError(err.message, t.source, f.pos);
     throw err;
   }
-  if (typeof out === 'string') {
+  if (typeof out === 'string' && !textAtLeast(v, out.length)) {
     const added = out.length - textLength(v);
     if (added > 0 && (growth.left -= added) < 0) {
       throw new ExpressionError(`${f.name} makes the value too long: filters may add at most ${MAX_GROWTH} characters in all`, t.source, f.pos);
@@ -119,6 +121,51 @@ function applyFilter(t: Template, f: FilterCall, v: unknown, scope: Scope, growt
  */
 function textLength(v: unknown): number {
   return typeof v === 'string' ? v.length : stringForm(v).length;
+}
+
+/**
+ * Whether textLength(v) is at least `n`, found without writing v's JSON when a part of it is
+ * long enough: a filter that takes one field of a token's data would otherwise have the whole
+ * data stringified, at every expression, only to learn that it added nothing.
+ */
+function textAtLeast(v: unknown, n: number): boolean {
+  if (typeof v === 'string') return v.length >= n;
+  if (v === null || typeof v !== 'object') return false;
+  const budget = { left: n };
+  return jsonAtLeast(v, budget, 0);
+}
+
+/**
+ * Counts down `budget.left` by a lower bound of the characters v's JSON takes (each string's
+ * quotes and characters, each key's quotes and colon, brackets) and answers true once it is
+ * used up; false when v's JSON may be shorter, or when v is not plain JSON data (a value
+ * with toJSON, one JSON leaves out) or too deep to look into, to be measured exactly.
+ */
+function jsonAtLeast(v: unknown, budget: { left: number }, depth: number): boolean {
+  switch (typeof v) {
+    case 'string':
+      return (budget.left -= v.length + 2) <= 0;
+    case 'number':
+    case 'boolean':
+      return (budget.left -= 1) <= 0;
+    case 'object': {
+      if (v === null) return (budget.left -= 4) <= 0;
+      if (depth > 32 || typeof (v as { toJSON?: unknown }).toJSON === 'function') return false;
+      if ((budget.left -= 2) <= 0) return true;
+      if (Array.isArray(v)) {
+        for (const item of v) if (item !== undefined && jsonAtLeast(item, budget, depth + 1)) return true;
+        return false;
+      }
+      for (const key of Object.keys(v)) {
+        const value = (v as Record<string, unknown>)[key];
+        if (value === undefined || typeof value === 'function' || typeof value === 'symbol') return false;
+        if ((budget.left -= key.length + 3) <= 0 || jsonAtLeast(value, budget, depth + 1)) return true;
+      }
+      return false;
+    }
+    default:
+      return false;
+  }
 }
 
 function argValue(a: Arg, scope: Scope): unknown {

@@ -140,5 +140,9 @@ export function open(key: KeyObject, sealed: Buffer, aad: Buffer): Buffer {
   const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(0, IV), { authTagLength: TAG });
   decipher.setAuthTag(sealed.subarray(IV, IV + TAG));
   decipher.setAAD(aad);
-  return Buffer.concat([decipher.update(sealed.subarray(IV + TAG)), decipher.final()]);
+  const plaintext = decipher.update(sealed.subarray(IV + TAG));
+  // GCM is a stream mode: update gives every byte, and final (which checks the tag) none, so
+  // the plaintext is not copied into a second buffer on every token read.
+  const rest = decipher.final();
+  return rest.length === 0 ? plaintext : Buffer.concat([plaintext, rest]);
 }

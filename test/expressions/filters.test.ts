@@ -406,6 +406,27 @@ describe('filters cannot build values without bound', () => {
     }
   });
 
+  it('what a filter adds to an object is counted against the length of its JSON exactly', () => {
+    // Plain data, data JSON leaves values out of, data with toJSON, and arrays with holes; each
+    // padded to a little more than its JSON, and to much more.
+    const values = [{ a: 'x'.repeat(1000), n: [1, null, true] }, Array(30).fill(7), { k: 1, l: false, m: null, o: 'p' }, { a: undefined, b: 'y' }, { d: new Date(0) }, [undefined, 'z', () => 1]];
+    for (const v of values) {
+      const json = JSON.stringify(v);
+      for (const width of [json.length + 1, json.length + 7, 100_000]) {
+        const scope: Scope = { variables: { v }, growth: { left: 4_194_304 } };
+        render(parseTemplate(`{{ v | pad_left: ${width} }}`, 'template'), scope);
+        assert.equal(scope.growth!.left, 4_194_304 - (width - json.length), `${json} to ${width}`);
+      }
+    }
+  });
+
+  it('a field taken out of an object adds nothing', () => {
+    const v = { number: '4242424242424242', blob: 'y'.repeat(100) };
+    const scope: Scope = { variables: { v }, growth: { left: 10 } };
+    assert.equal(render(parseTemplate("{{ v | json: '$.number' }}", 'template'), scope), '4242424242424242');
+    assert.equal(scope.growth!.left, 10);
+  });
+
   it('renders given one scope share the bound', () => {
     const scope: Scope = { variables: { v: 'x' }, growth: { left: 4_194_304 } };
     const t = parseTemplate('{{ v | pad_left: 100000 }}', 'template');

@@ -17,6 +17,9 @@ export const MIN_SCRUBBED_LENGTH = 3;
  */
 export const MAX_TRACKED_CHARS = 4 * 1024 * 1024;
 
+/** What JSON.stringify writes escaped: a quote, a backslash, a control character, a surrogate (when alone). */
+const JSON_ESCAPED = /["\\\u0000-\u001f\ud800-\udfff]/;
+
 /** How a token's data was shown to the code: the permission, and its transform then. */
 export type Access = { permission: string; transform: string };
 
@@ -162,7 +165,9 @@ export class Disclosure implements DisclosureSink {
     if (value.length < MIN_SCRUBBED_LENGTH || this.#overflowed || this.#values.has(value)) return;
     if ((this.#chars += value.length) > MAX_TRACKED_CHARS) return this.#overflow();
     this.#values.add(value);
-    // As JSON.stringify writes it into a message (a quote, a backslash, a line break escaped).
+    // As JSON.stringify writes it into a message (a quote, a backslash, a line break escaped);
+    // most values hold nothing JSON escapes, and are not stringified to find that out.
+    if (!JSON_ESCAPED.test(value)) return;
     const escaped = JSON.stringify(value).slice(1, -1);
     if (escaped !== value) this.#add(escaped);
   }

@@ -1,6 +1,6 @@
 import type { Principal } from '../../access/principal.ts';
 import type { Item } from '../../db/group-commit.ts';
-import { ExpressionError, isTemplate, MAX_GROWTH, parsedTemplate, render, tokenReferences, type Template } from '../../expressions/index.ts';
+import { ExpressionError, isTemplate, MAX_GROWTH, parsedTemplate, render, usesFilter, type Template, type TokenReference } from '../../expressions/index.ts';
 import { ApiError } from '../../http/errors.ts';
 import { placePath, type Place } from '../../http/field-path.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
@@ -55,7 +55,11 @@ export function createDetokenizeService(deps: {
 }) {
   const { tokens, vault, logs, limitFor } = deps;
 
-  /** `root` names the value walked (`body`, `body.args`); `budget`, the values it may still hold, when bounded. */
+  /**
+   * `root` names the value walked (`body`, `body.args`); `budget`, the values it may still hold, when bounded.
+   * A child's place is made only for what may hold an expression (a template string, an array,
+   * an object): most of a body's values are neither, and are only counted.
+   */
   function collect(node: unknown, root: string, place: Place | undefined, found: Found[], depth: number, budget?: { left: number; limit: number }): void {
     if (budget && --budget.left < 0) {
       throw ApiError.field(root, `holds more than ${budget.limit} values (strings, numbers, booleans, nulls, arrays and objects each count): at most ${budget.limit} per request`);
@@ -72,8 +76,16 @@ export function createDetokenizeService(deps: {
     }
     if (node === null || typeof node !== 'object') return;
     if (depth === MAX_DEPTH) throw ApiError.field(placePath(root, place), `is nested too deeply: at most ${MAX_DEPTH} levels of arrays and objects`);
-    if (Array.isArray(node)) node.forEach((item, i) => collect(item, root, { up: place, key: i }, found, depth + 1, budget));
-    else for (const [k, v] of Object.entries(node)) collect(v, root, { up: place, key: k }, found, depth + 1, budget);
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) visit(node[i], i);
+    } else {
+      for (const k of Object.keys(node)) visit((node as Record<string, unknown>)[k], k);
+    }
+
+    function visit(child: unknown, key: string | number): void {
+      if (mayHoldExpression(child)) collect(child, root, { up: place, key }, found, depth + 1, budget);
+      else if (budget && --budget.left < 0) collect(child, root, place, found, depth + 1, budget); // throws: over the bound
+    }
   }
 
   return {
@@ -85,17 +97,19 @@ export function createDetokenizeService(deps: {
       const values = limit === undefined ? undefined : Math.max(MIN_VALUES_LIMIT, VALUES_PER_EXPRESSION * limit);
       collect(body, at, undefined, found, 0, values === undefined ? undefined : { left: values, limit: values });
       if (found.length === 0) return body;
-      const refs = found.flatMap((f) => tokenReferences(f.template));
+      const refs: TokenReference[] = [];
+      for (const f of found) refs.push(...f.template.references);
       limit ??= await limitFor(principal.tenantId);
       if (refs.length > limit) {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
       }
       const ids = refs.map((r) => r.id);
-      if (maxTokens !== undefined && new Set(ids).size > maxTokens) {
-        throw ApiError.field(at, `${new Set(ids).size} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
+      const distinct = maxTokens === undefined ? 0 : new Set(ids).size;
+      if (maxTokens !== undefined && distinct > maxTokens) {
+        throw ApiError.field(at, `${distinct} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
       }
       // The fields that refer to an unknown id, worked out only when there is one.
-      const pathsOf = (id: string) => found.filter((f) => tokenReferences(f.template).some((r) => r.id === id)).map((f) => placePath(at, f.place));
+      const pathsOf = (id: string) => found.filter((f) => f.template.references.some((r) => r.id === id)).map((f) => placePath(at, f.place));
       // The uses are audited once every expression has rendered, before the result leaves:
       // a request refused below (403) or failing in a filter (400) detokenized nothing.
       const audit = deferAudit ?? [];
@@ -109,9 +123,12 @@ export function createDetokenizeService(deps: {
       }
       // The whole-token form is built only when some expression asks for it (`{{ token: <id> }}`).
       const wholeTokens = refs.some((r) => r.form !== 'data');
+      const tokenEntries = new Map<string, { data: unknown; token: unknown }>();
+      for (const [id, v] of views) tokenEntries.set(id, { data: v.data, token: wholeTokens ? toDetokenizedToken(v) : undefined });
       const scope = {
-        tokens: new Map([...views].map(([id, v]) => [id, { data: v.data, token: wholeTokens ? toDetokenizedToken(v) : undefined }])),
-        hmacKey: await vault.expressionKeys(principal.tenantId),
+        tokens: tokenEntries,
+        // The tenant's expression keys are only looked up for a body that uses `hmac`.
+        hmacKey: found.some((f) => usesFilter(f.template, 'hmac')) ? await vault.expressionKeys(principal.tenantId) : undefined,
         // Shared by every string of the request: its expressions together may add MAX_GROWTH characters.
         growth: { left: MAX_GROWTH },
         onOutput: disclosed && ((value: unknown) => disclosed.rendered(value)),
@@ -131,7 +148,7 @@ export function createDetokenizeService(deps: {
           }
         }
         if (Array.isArray(node)) return node.map((item) => replace(item));
-        if (node !== null && typeof node === 'object') return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, replace(v)]));
+        if (node !== null && typeof node === 'object') return replacedObject(node as Record<string, unknown>, replace);
         return node;
       };
       const result = replace(body);
@@ -140,6 +157,25 @@ export function createDetokenizeService(deps: {
       return result;
     },
   };
+}
+
+/** Whether a value may hold an expression: a template string, or an array or object to look into. */
+function mayHoldExpression(value: unknown): boolean {
+  return typeof value === 'string' ? isTemplate(value) : value !== null && typeof value === 'object';
+}
+
+/**
+ * An object's copy with each own value replaced, keys in their order. A key `__proto__` (JSON
+ * may have one) stays an own property, as Object.fromEntries would make it, not a prototype.
+ */
+function replacedObject(node: Record<string, unknown>, replace: (value: unknown) => unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(node)) {
+    const v = replace(node[k]);
+    if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+    else out[k] = v;
+  }
+  return out;
 }
 
 /** The spec's Detokenized token: the whole-token form of `{{ token: <id> }}`. */

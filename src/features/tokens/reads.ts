@@ -164,11 +164,12 @@ export function createTokenReads(core: TokenCore) {
       deferAudit?: Item[],
       pathsOf: (id: string) => string[] = () => ['body'],
     ): Promise<Map<string, TokenView>> {
-      const unique = [...new Set(ids)];
+      const unique = ids.length === 1 ? ids : [...new Set(ids)];
       const rows = await load(principal.tenantId, unique);
-      const found = new Map(rows.map((r) => [r.id, r]));
-      const missing = unique.filter((id) => !found.has(id));
-      if (missing.length) {
+      // Every id found is the common case: which are missing is worked out only when some are.
+      if (rows.length < unique.length) {
+        const found = new Set(rows.map((r) => r.id));
+        const missing = unique.filter((id) => !found.has(id));
         const errors = new FieldErrorList();
         for (const id of missing) for (const path of pathsOf(id)) errors.add(path, `token "${id}" not found`);
         throw new ApiError(400, `token ${missing.map((m) => `"${m}"`).join(', ')} not found`, errors.errors);
@@ -176,9 +177,10 @@ export function createTokenReads(core: TokenCore) {
       const out = new Map<string, TokenView>();
       for (const row of rows) out.set(row.id, await view(principal, row, permitted(principal, permission, row)));
       const operation = permission === 'token:use' ? 'use' : 'detokenize';
-      const entries = [...out.values()].map((v) => ({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` }));
+      const entries: AuditEntry[] = [];
+      for (const v of out.values()) entries.push({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` });
       // The caller writes them itself, before any of the data leaves Coffer (reactors).
-      if (deferAudit) deferAudit.push(...entries.map((e) => logs.item(principal, e)));
+      if (deferAudit) for (const e of entries) deferAudit.push(logs.item(principal, e));
       else await logs.useMany(principal, entries);
       return out;
     },

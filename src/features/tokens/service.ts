@@ -87,6 +87,10 @@ function createTokenCore(deps: TokenDeps) {
   /** Live tokens by id: in the ambient transaction when there is one, otherwise through the shared lookup. */
   async function load(tenantId: string, ids: string[]): Promise<TokenRow[]> {
     if (db.inTransaction()) return findTokens(db, tenantId, ids);
+    if (ids.length === 1) {
+      const row = await loader.submit({ tenantId, id: ids[0] });
+      return row ? [row] : [];
+    }
     const rows = await Promise.all(ids.map((id) => loader.submit({ tenantId, id })));
     return rows.filter((r) => r !== undefined);
   }
