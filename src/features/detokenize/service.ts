@@ -98,7 +98,7 @@ export function createDetokenizeService(deps: {
       collect(body, at, undefined, found, 0, values === undefined ? undefined : { left: values, limit: values });
       if (found.length === 0) return body;
       const refs: TokenReference[] = [];
-      for (const f of found) refs.push(...f.template.references);
+      for (const f of found) for (const r of f.template.references) refs.push(r);
       limit ??= await limitFor(principal.tenantId);
       if (refs.length > limit) {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
