@@ -30,9 +30,9 @@ export const MAX_GROWTH = 4_194_304;
 // Parsed templates are immutable, and the same few come back again and again: each token
 // type's mask and fingerprint on every write, the expressions of the tokens a caller
 // detokenizes repeatedly. Parse each once. Bounded, oldest out; a source longer than
-// MAX_CACHED_SOURCE is parsed every time, so the caches hold at most ~1000 × 2000 characters.
-// One map per mode, keyed by the source itself: a key made of mode and source would be a new
-// string to build and hash on every lookup.
+// MAX_CACHED_SOURCE is parsed every time, so the two caches (one per mode) hold at most
+// 2 × MAX_PARSED × MAX_CACHED_SOURCE characters. Keyed by the source itself: a key made of
+// mode and source would be a new string to build and hash on every lookup.
 const parsed: Record<Mode, Map<string, Template>> = { template: new Map(), detokenize: new Map() };
 const MAX_PARSED = 500;
 const MAX_CACHED_SOURCE = 2000;

@@ -104,9 +104,9 @@ export function createDetokenizeService(deps: {
         throw ApiError.field(at, `${refs.length} detokenization expressions exceed the tenant's limit of ${limit} per request`);
       }
       const ids = refs.map((r) => r.id);
-      const distinct = maxTokens === undefined ? 0 : new Set(ids).size;
-      if (maxTokens !== undefined && distinct > maxTokens) {
-        throw ApiError.field(at, `${distinct} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
+      if (maxTokens !== undefined) {
+        const distinct = new Set(ids).size;
+        if (distinct > maxTokens) throw ApiError.field(at, `${distinct} tokens are referenced; at most ${maxTokens} may be detokenized in one request`);
       }
       // The fields that refer to an unknown id, worked out only when there is one.
       const pathsOf = (id: string) => found.filter((f) => f.template.references.some((r) => r.id === id)).map((f) => placePath(at, f.place));
