@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { findTokensByKeys } from '../../src/features/tokens/store.ts';
+import { findTokensByKeys, findUsedTokensByKeys } from '../../src/features/tokens/store.ts';
 import { call, createApplication, createOtherTenant, createToken } from '../helpers/http.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 
@@ -27,6 +27,20 @@ describe('token lookup by (tenant, id)', () => {
     const rows = await findTokensByKeys(db, [mine(first), mine(first), mine(second), mine(first), { tenantId: otherTenant, id: first }, mine('no-such-token')]);
     assert.deepEqual(rows.map((r) => r.id).sort(), [first, second].sort());
     assert.ok(rows.every((r) => r.tenant_id === server.tenantId));
+  });
+
+  it("a use's lookup reads only what a use needs, with the same tokens as the whole lookup", async () => {
+    const db = server.running.database.db;
+    const mine = (id: string) => ({ tenantId: server.tenantId, id });
+    const keys = [mine(first), mine(second), mine(first), { tenantId: otherTenant, id: second }];
+    const used = await findUsedTokensByKeys(db, keys);
+    const whole = await findTokensByKeys(db, keys);
+    assert.deepEqual(used.map((r) => r.id).sort(), [first, second].sort());
+    for (const row of used) {
+      assert.deepEqual(Object.keys(row).sort(), ['ciphertext', 'containers', 'created_at', 'created_by', 'data_key_id', 'id', 'metadata', 'tenant_id', 'type']);
+      const same = whole.find((w) => w.id === row.id)!;
+      for (const [column, value] of Object.entries(row)) assert.deepEqual(value, same[column as keyof typeof same], column);
+    }
   });
 
   it('concurrent uses of one token each get its data and are each audited', async () => {

@@ -7,7 +7,7 @@ import { type ShownData } from '../../http/idempotency.ts';
 import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query.ts';
 import type { AuditEntry } from '../logs/service.ts';
-import { listTokens, listTokensAfter, searchCondition, type TokenFilter, type TokenRow } from './store.ts';
+import { listTokens, listTokensAfter, searchCondition, type TokenFilter, type TokenRow, type UsedTokenRow } from './store.ts';
 import type { ListQuery, TokenCore, TokenView } from './service.ts';
 import { CONTAINER_MESSAGE } from './prepare.ts';
 import { revealAllowed } from '../members/roles.ts';
@@ -18,7 +18,7 @@ import { revealAllowed } from '../members/roles.ts';
  * and tokens resolved for a use of their data inside Coffer.
  */
 export function createTokenReads(core: TokenCore) {
-  const { db, vault, logs, load, permitted, view } = core;
+  const { db, vault, logs, load, loadForUse, permitted, view } = core;
 
   async function listFilter(principal: Principal, q: ListQuery): Promise<TokenFilter> {
     // A path no token can be in would match nothing, silently: say why instead, as a create would.
@@ -163,9 +163,9 @@ export function createTokenReads(core: TokenCore) {
       permission: 'token:read' | 'token:use',
       deferAudit?: Item[],
       pathsOf: (id: string) => string[] = () => ['body'],
-    ): Promise<Map<string, TokenView>> {
+    ): Promise<Map<string, TokenView<UsedTokenRow>>> {
       const unique = ids.length === 1 ? ids : [...new Set(ids)];
-      const rows = await load(principal.tenantId, unique);
+      const rows = await loadForUse(principal.tenantId, unique);
       // Every id found is the common case: which are missing is worked out only when some are.
       if (rows.length < unique.length) {
         const found = new Set(rows.map((r) => r.id));
@@ -174,7 +174,7 @@ export function createTokenReads(core: TokenCore) {
         for (const id of missing) for (const path of pathsOf(id)) errors.add(path, `token "${id}" not found`);
         throw new ApiError(400, `token ${missing.map((m) => `"${m}"`).join(', ')} not found`, errors.errors);
       }
-      const out = new Map<string, TokenView>();
+      const out = new Map<string, TokenView<UsedTokenRow>>();
       for (const row of rows) out.set(row.id, await view(principal, row, permitted(principal, permission, row)));
       const operation = permission === 'token:use' ? 'use' : 'detokenize';
       const entries: AuditEntry[] = [];

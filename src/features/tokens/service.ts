@@ -10,7 +10,7 @@ import type { Vault } from '../../vault/tenant-keys.ts';
 import type { EventService } from '../events/service.ts';
 import type { TokenIntentService } from '../token-intents/service.ts';
 import type { LogService } from '../logs/service.ts';
-import { findTokens, findTokensByKeys, insertTokensStatement, storedInOrder, type NewToken, type TokenRow } from './store.ts';
+import { findTokens, findTokensByKeys, findUsedTokensByKeys, insertTokensStatement, storedInOrder, type NewToken, type TokenKey, type TokenRow, type UsedTokenRow } from './store.ts';
 import { clientHeld } from './requests.ts';
 import type { Secret } from './prepare.ts';
 import { createTokenReads } from './reads.ts';
@@ -42,7 +42,7 @@ export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata' | '
  * `withheld`, shown only as a reference (id, type, containers), not what the token holds;
  * `noFingerprint`, shown without its fingerprint (to keys held by clients, see clientHeld).
  */
-export type TokenView = { row: TokenRow; data?: unknown; transform: Transform; withheld?: boolean; noFingerprint?: boolean };
+export type TokenView<R extends UsedTokenRow = TokenRow> = { row: R; data?: unknown; transform: Transform; withheld?: boolean; noFingerprint?: boolean };
 /** Where an API request comes from: its client address, for the rate of public keys' token creation. */
 export type Origin = { ip: string };
 
@@ -74,24 +74,38 @@ export type TokenCore = ReturnType<typeof createTokenCore>;
 function createTokenCore(deps: TokenDeps) {
   const { db, groupCommit, vault, logs, events, log } = deps;
   const tokenTable = groupCommit.table<NewToken & { tenant_id: string }, TokenRow>('tokens', { insert: insertTokensStatement, results: storedInOrder });
-  // Reads outside a transaction: concurrent lookups of any tenants share one SELECT.
-  const loader = new Coalescer<{ tenantId: string; id: string }, TokenRow | undefined>(
-    async (keys) => {
-      const rows = await findTokensByKeys(db, keys);
-      const byKey = new Map(rows.map((r) => [`${r.tenant_id}/${r.id}`, r]));
-      return keys.map((k) => byKey.get(`${k.tenantId}/${k.id}`));
-    },
-    { maxBatch: 256, maxInFlight: 4, isolateFailures: false },
-  );
+  // Reads outside a transaction: concurrent lookups of any tenants share one SELECT (uses one
+  // of their own, which reads fewer columns).
+  const loader = lookup(findTokensByKeys);
+  const useLoader = lookup(findUsedTokensByKeys);
+  function lookup<R extends UsedTokenRow>(find: (db: Database, keys: TokenKey[]) => Promise<R[]>) {
+    return new Coalescer<TokenKey, R | undefined>(
+      async (keys) => {
+        const rows = await find(db, keys);
+        const byKey = new Map(rows.map((r) => [`${r.tenant_id}/${r.id}`, r]));
+        return keys.map((k) => byKey.get(`${k.tenantId}/${k.id}`));
+      },
+      { maxBatch: 256, maxInFlight: 4, isolateFailures: false },
+    );
+  }
 
   /** Live tokens by id: in the ambient transaction when there is one, otherwise through the shared lookup. */
-  async function load(tenantId: string, ids: string[]): Promise<TokenRow[]> {
+  function load(tenantId: string, ids: string[]): Promise<TokenRow[]> {
+    return loadWith(loader, tenantId, ids);
+  }
+
+  /** load, with only what a use reads. */
+  function loadForUse(tenantId: string, ids: string[]): Promise<UsedTokenRow[]> {
+    return loadWith(useLoader, tenantId, ids);
+  }
+
+  async function loadWith<R extends UsedTokenRow>(shared: Coalescer<TokenKey, R | undefined>, tenantId: string, ids: string[]): Promise<(R | TokenRow)[]> {
     if (db.inTransaction()) return findTokens(db, tenantId, ids);
     if (ids.length === 1) {
-      const row = await loader.submit({ tenantId, id: ids[0] });
+      const row = await shared.submit({ tenantId, id: ids[0] });
       return row ? [row] : [];
     }
-    const rows = await Promise.all(ids.map((id) => loader.submit({ tenantId, id })));
+    const rows = await Promise.all(ids.map((id) => shared.submit({ tenantId, id })));
     return rows.filter((r) => r !== undefined);
   }
 
@@ -101,7 +115,7 @@ function createTokenCore(deps: TokenDeps) {
     return transform;
   }
 
-  async function open(row: TokenRow): Promise<Secret> {
+  async function open(row: UsedTokenRow): Promise<Secret> {
     return (await vault.decrypt(row.tenant_id, row.id, row.ciphertext, row.data_key_id)) as Secret;
   }
 
@@ -113,13 +127,13 @@ function createTokenCore(deps: TokenDeps) {
   }
 
   /** The token as `principal` sees it through `transform`. */
-  async function view(principal: Principal, row: TokenRow, transform: Transform, secret?: Secret): Promise<TokenView> {
-    const shown: TokenView = transform === 'redact' ? { row, transform } : { row, transform, data: visible(secret ?? (await open(row)), transform) };
+  async function view<R extends UsedTokenRow>(principal: Principal, row: R, transform: Transform, secret?: Secret): Promise<TokenView<R>> {
+    const shown: TokenView<R> = transform === 'redact' ? { row, transform } : { row, transform, data: visible(secret ?? (await open(row)), transform) };
     if (clientHeld(principal)) shown.noFingerprint = true;
     return shown;
   }
 
-  return { db, groupCommit, vault, logs, events, log, tokenTable, load, permitted, open, view };
+  return { db, groupCommit, vault, logs, events, log, tokenTable, load, loadForUse, permitted, open, view };
 }
 
 /**

@@ -28,6 +28,14 @@ export type TokenRow = {
 
 const COLUMNS = `tenant_id, id, type, ciphertext, data_key_id, containers, metadata, mask, fingerprint, fingerprint_expression,
   search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by, created_at, modified_by, modified_at`;
+
+/**
+ * What a use of a token's data reads (detokenize, reactors, proxies): its access check, its
+ * data, and its whole-token form (`{{ token: <id> }}`). The other columns — search values,
+ * views, fingerprints, dates a use never shows — are neither sent nor parsed on the hottest path.
+ */
+export type UsedTokenRow = Pick<TokenRow, 'tenant_id' | 'id' | 'type' | 'ciphertext' | 'data_key_id' | 'containers' | 'metadata' | 'created_by' | 'created_at'>;
+const USE_COLUMNS = 'tenant_id, id, type, ciphertext, data_key_id, containers, metadata, created_by, created_at';
 // An expired token is unreadable from its expiry instant; the sweep deletes it later. The
 // instant is the statement's, by the database clock (one clock for every process): now()
 // would be the start of the transaction, and a request under an idempotency key (reactor or
@@ -78,10 +86,21 @@ export function storedInOrder(rows: (NewToken & { tenant_id: string })[], return
  * absent, and each token comes once however often its pair is given (concurrent uses of one
  * token share a batch: a proxy's credentials token may be in every call).
  */
-export async function findTokensByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<TokenRow[]> {
+export function findTokensByKeys(db: Database, keys: TokenKey[]): Promise<TokenRow[]> {
+  return findByKeys<TokenRow>(db, COLUMNS, keys);
+}
+
+/** findTokensByKeys with only what a use reads. */
+export function findUsedTokensByKeys(db: Database, keys: TokenKey[]): Promise<UsedTokenRow[]> {
+  return findByKeys<UsedTokenRow>(db, USE_COLUMNS, keys);
+}
+
+export type TokenKey = { tenantId: string; id: string };
+
+function findByKeys<R extends UsedTokenRow>(db: Database, columns: string, keys: TokenKey[]): Promise<R[]> {
   const distinct = [...new Map(keys.map((k) => [`${k.tenantId}/${k.id}`, k])).values()];
-  return db.query<TokenRow>(
-    `SELECT ${COLUMNS} FROM unnest($1::uuid[], $2::text[]) AS k (tenant_id, id) JOIN tokens USING (tenant_id, id) WHERE ${LIVE}`,
+  return db.query<R>(
+    `SELECT ${columns} FROM unnest($1::uuid[], $2::text[]) AS k (tenant_id, id) JOIN tokens USING (tenant_id, id) WHERE ${LIVE}`,
     [arrayLiteral(distinct.map((k) => k.tenantId)), arrayLiteral(distinct.map((k) => k.id))],
   );
 }
