@@ -75,7 +75,8 @@ function createTokenCore(deps: TokenDeps) {
   const { db, groupCommit, vault, logs, events, log } = deps;
   const tokenTable = groupCommit.table<NewToken & { tenant_id: string }, TokenRow>('tokens', { insert: insertTokensStatement, results: storedInOrder });
   // Reads outside a transaction: concurrent lookups of any tenants share one SELECT (uses one
-  // of their own, which reads fewer columns).
+  // of their own, which reads fewer columns). Each holds at most 4 pooled connections at once,
+  // 8 of the pool's 20 by default when reads and uses peak together.
   const loader = lookup(findTokensByKeys);
   const useLoader = lookup(findUsedTokensByKeys);
   function lookup<R extends UsedTokenRow>(find: (db: Database, keys: TokenKey[]) => Promise<R[]>) {
@@ -99,6 +100,7 @@ function createTokenCore(deps: TokenDeps) {
     return loadWith(useLoader, tenantId, ids);
   }
 
+  /** Inside a transaction the whole rows, read in it; otherwise through `shared`. */
   async function loadWith<R extends UsedTokenRow>(shared: Coalescer<TokenKey, R | undefined>, tenantId: string, ids: string[]): Promise<(R | TokenRow)[]> {
     if (db.inTransaction()) return findTokens(db, tenantId, ids);
     if (ids.length === 1) {
