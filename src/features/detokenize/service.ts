@@ -5,8 +5,7 @@ import { ApiError } from '../../http/errors.ts';
 import { placePath, type Place } from '../../http/field-path.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { LogService } from '../logs/service.ts';
-import type { TokenService, TokenView } from '../tokens/service.ts';
-import type { UsedTokenRow } from '../tokens/store.ts';
+import type { TokenService, UsedTokenView } from '../tokens/service.ts';
 import type { DisclosureSink } from './disclosed.ts';
 
 export type DetokenizeService = ReturnType<typeof createDetokenizeService>;
@@ -180,7 +179,7 @@ function replacedObject(node: Record<string, unknown>, replace: (value: unknown)
 }
 
 /** The spec's Detokenized token: the whole-token form of `{{ token: <id> }}`. */
-export function toDetokenizedToken(v: TokenView<UsedTokenRow>): Record<string, unknown> {
+export function toDetokenizedToken(v: UsedTokenView): Record<string, unknown> {
   const t = v.row;
   return {
     id: t.id,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Principal } from '../../access/principal.ts';
 import type { Transform } from '../../access/rules.ts';
-import { Coalescer } from '../../db/coalescer.ts';
+import { keyedLookup } from '../../db/keyed-lookup.ts';
 import { type Database, isUniqueViolation } from '../../db/database.ts';
 import type { GroupCommit, Item } from '../../db/group-commit.ts';
 import { ApiError, type Problem } from '../../http/errors.ts';
@@ -69,14 +69,7 @@ export type ThreeDSCore = ReturnType<typeof createCore>;
 function createCore(deps: ThreeDSDeps) {
   const { db, vault, publicUrl, groupCommit } = deps;
   let provider: ThreeDSProvider | undefined;
-  // Reads outside a transaction: concurrent lookups of any tenants share one SELECT.
-  const loader = new Coalescer<{ tenantId: string; id: string }, SessionRow | undefined>(
-    async (keys) => {
-      const rows = new Map((await findSessionsByKeys(db, keys)).map((r) => [`${r.tenant_id}/${r.id}`, r]));
-      return keys.map((k) => rows.get(`${k.tenantId}/${k.id}`));
-    },
-    { maxBatch: 256, maxInFlight: 4, isolateFailures: false },
-  );
+  const loader = keyedLookup((keys) => findSessionsByKeys(db, keys));
   const aad = (id: string) => `3ds-session:${id}`;
   const core = {
     ...deps,

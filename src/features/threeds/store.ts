@@ -1,5 +1,6 @@
 import type { Database, Tx } from '../../db/database.ts';
 import type { Statement } from '../../db/group-commit.ts';
+import type { TenantKey } from '../../db/keyed-lookup.ts';
 import { arrayLiteral } from '../../db/array-literal.ts';
 import type { AuthenticationResult, VersionInfo } from '../../threeds/index.ts';
 
@@ -96,7 +97,7 @@ export const AUTHENTICATED_ONCE = 'threeds_authentications_pkey';
  * flatten into a join): a plan made while the table was small would otherwise hash-join the
  * whole table, and keep doing so as it grows.
  */
-export function findSessionsByKeys(db: Database, keys: { tenantId: string; id: string }[]): Promise<SessionRow[]> {
+export function findSessionsByKeys(db: Database, keys: TenantKey[]): Promise<SessionRow[]> {
   return db.query<SessionRow>(
     `SELECT ${COLUMNS} FROM unnest($1::uuid[], $2::uuid[]) AS k (tenant_id, id)
      CROSS JOIN LATERAL (SELECT * FROM threeds_sessions x WHERE x.tenant_id = k.tenant_id AND x.id = k.id OFFSET 0) s

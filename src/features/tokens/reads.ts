@@ -7,8 +7,8 @@ import { type ShownData } from '../../http/idempotency.ts';
 import { cursorPage, decodeCursor, offsetOf, offsetPage, type Offset } from '../../http/pagination.ts';
 import { mapTerms, parseSearchQuery, SearchQueryError } from '../../search/query.ts';
 import type { AuditEntry } from '../logs/service.ts';
-import { listTokens, listTokensAfter, searchCondition, type TokenFilter, type TokenRow, type UsedTokenRow } from './store.ts';
-import type { ListQuery, TokenCore, TokenView } from './service.ts';
+import { listTokens, listTokensAfter, searchCondition, type TokenFilter, type TokenRow } from './store.ts';
+import type { ListQuery, TokenCore, TokenView, UsedTokenView } from './service.ts';
 import { CONTAINER_MESSAGE } from './prepare.ts';
 import { revealAllowed } from '../members/roles.ts';
 
@@ -163,7 +163,7 @@ export function createTokenReads(core: TokenCore) {
       permission: 'token:read' | 'token:use',
       deferAudit?: Item[],
       pathsOf: (id: string) => string[] = () => ['body'],
-    ): Promise<Map<string, TokenView<UsedTokenRow>>> {
+    ): Promise<Map<string, UsedTokenView>> {
       const unique = ids.length === 1 ? ids : [...new Set(ids)];
       const rows = await loadForUse(principal.tenantId, unique);
       // Every id found is the common case: which are missing is worked out only when some are.
@@ -174,7 +174,7 @@ export function createTokenReads(core: TokenCore) {
         for (const id of missing) for (const path of pathsOf(id)) errors.add(path, `token "${id}" not found`);
         throw new ApiError(400, `token ${missing.map((m) => `"${m}"`).join(', ')} not found`, errors.errors);
       }
-      const out = new Map<string, TokenView<UsedTokenRow>>();
+      const out = new Map<string, UsedTokenView>();
       for (const row of rows) out.set(row.id, await view(principal, row, permitted(principal, permission, row)));
       const operation = permission === 'token:use' ? 'use' : 'detokenize';
       const entries: AuditEntry[] = [];

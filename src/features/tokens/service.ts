@@ -1,6 +1,7 @@
-import { Coalescer } from '../../db/coalescer.ts';
+import type { Coalescer } from '../../db/coalescer.ts';
 import type { Database } from '../../db/database.ts';
 import type { GroupCommit } from '../../db/group-commit.ts';
+import { keyedLookup, type TenantKey } from '../../db/keyed-lookup.ts';
 import type { Logger } from '../../logger.ts';
 import { accessTo } from '../../access/evaluate.ts';
 import type { Principal } from '../../access/principal.ts';
@@ -10,7 +11,7 @@ import type { Vault } from '../../vault/tenant-keys.ts';
 import type { EventService } from '../events/service.ts';
 import type { TokenIntentService } from '../token-intents/service.ts';
 import type { LogService } from '../logs/service.ts';
-import { findTokens, findTokensByKeys, findUsedTokensByKeys, insertTokensStatement, storedInOrder, type NewToken, type TokenKey, type TokenRow, type UsedTokenRow } from './store.ts';
+import { findTokens, findTokensByKeys, findUsedTokensByKeys, insertTokensStatement, storedInOrder, type NewToken, type TokenRow, type UsedTokenRow } from './store.ts';
 import { clientHeld } from './requests.ts';
 import type { Secret } from './prepare.ts';
 import { createTokenReads } from './reads.ts';
@@ -43,6 +44,8 @@ export type TokenPatch = Partial<Omit<TokenInput, 'id' | 'type' | 'metadata' | '
  * `noFingerprint`, shown without its fingerprint (to keys held by clients, see clientHeld).
  */
 export type TokenView<R extends UsedTokenRow = TokenRow> = { row: R; data?: unknown; transform: Transform; withheld?: boolean; noFingerprint?: boolean };
+/** A token as a use of its data (detokenize, reactors, proxies) has it: read with only the columns a use needs. */
+export type UsedTokenView = TokenView<UsedTokenRow>;
 /** Where an API request comes from: its client address, for the rate of public keys' token creation. */
 export type Origin = { ip: string };
 
@@ -77,18 +80,8 @@ function createTokenCore(deps: TokenDeps) {
   // Reads outside a transaction: concurrent lookups of any tenants share one SELECT (uses one
   // of their own, which reads fewer columns). Each holds at most 4 pooled connections at once,
   // 8 of the pool's 20 by default when reads and uses peak together.
-  const loader = lookup(findTokensByKeys);
-  const useLoader = lookup(findUsedTokensByKeys);
-  function lookup<R extends UsedTokenRow>(find: (db: Database, keys: TokenKey[]) => Promise<R[]>) {
-    return new Coalescer<TokenKey, R | undefined>(
-      async (keys) => {
-        const rows = await find(db, keys);
-        const byKey = new Map(rows.map((r) => [`${r.tenant_id}/${r.id}`, r]));
-        return keys.map((k) => byKey.get(`${k.tenantId}/${k.id}`));
-      },
-      { maxBatch: 256, maxInFlight: 4, isolateFailures: false },
-    );
-  }
+  const loader = keyedLookup((keys) => findTokensByKeys(db, keys));
+  const useLoader = keyedLookup((keys) => findUsedTokensByKeys(db, keys));
 
   /** Live tokens by id: in the ambient transaction when there is one, otherwise through the shared lookup. */
   function load(tenantId: string, ids: string[]): Promise<TokenRow[]> {
@@ -101,7 +94,7 @@ function createTokenCore(deps: TokenDeps) {
   }
 
   /** Inside a transaction the whole rows, read in it; otherwise through `shared`. */
-  async function loadWith<R extends UsedTokenRow>(shared: Coalescer<TokenKey, R | undefined>, tenantId: string, ids: string[]): Promise<(R | TokenRow)[]> {
+  async function loadWith<R extends UsedTokenRow>(shared: Coalescer<TenantKey, R | undefined>, tenantId: string, ids: string[]): Promise<(R | TokenRow)[]> {
     if (db.inTransaction()) return findTokens(db, tenantId, ids);
     if (ids.length === 1) {
       const row = await shared.submit({ tenantId, id: ids[0] });

@@ -1,6 +1,7 @@
 import type { TokenReach } from '../../access/evaluate.ts';
 import { arrayLiteral } from '../../db/array-literal.ts';
 import type { Database, Tx } from '../../db/database.ts';
+import type { TenantKey } from '../../db/keyed-lookup.ts';
 import type { Statement } from '../../db/group-commit.ts';
 import { offsetPage } from '../../db/offset-page.ts';
 
@@ -86,18 +87,16 @@ export function storedInOrder(rows: (NewToken & { tenant_id: string })[], return
  * absent, and each token comes once however often its pair is given (concurrent uses of one
  * token share a batch: a proxy's credentials token may be in every call).
  */
-export function findTokensByKeys(db: Database, keys: TokenKey[]): Promise<TokenRow[]> {
+export function findTokensByKeys(db: Database, keys: TenantKey[]): Promise<TokenRow[]> {
   return findByKeys<TokenRow>(db, COLUMNS, keys);
 }
 
 /** findTokensByKeys with only what a use reads. */
-export function findUsedTokensByKeys(db: Database, keys: TokenKey[]): Promise<UsedTokenRow[]> {
+export function findUsedTokensByKeys(db: Database, keys: TenantKey[]): Promise<UsedTokenRow[]> {
   return findByKeys<UsedTokenRow>(db, USE_COLUMNS, keys);
 }
 
-export type TokenKey = { tenantId: string; id: string };
-
-function findByKeys<R extends UsedTokenRow>(db: Database, columns: string, keys: TokenKey[]): Promise<R[]> {
+function findByKeys<R extends UsedTokenRow>(db: Database, columns: string, keys: TenantKey[]): Promise<R[]> {
   const distinct = [...new Map(keys.map((k) => [`${k.tenantId}/${k.id}`, k])).values()];
   return db.query<R>(
     `SELECT ${columns} FROM unnest($1::uuid[], $2::text[]) AS k (tenant_id, id) JOIN tokens USING (tenant_id, id) WHERE ${LIVE}`,
