@@ -156,6 +156,22 @@ describe('proxy.minimal_token', () => {
     assert.deepEqual(rows.at(-1), { entity_id: 'tok_two', operation: 'use' });
   });
 
+  it('gives concurrent calls, which share their reads and audit writes, each its own token and one audit row each', async () => {
+    const before = (await auditRows()).length;
+    const ids = Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? 'tok_one' : 'tok_two'));
+    const answers = await Promise.all(
+      ids.map(async (id, i) => {
+        const body = JSON.stringify({ n: i, token: id, last4: `{{ ${id} | json: '$.number' }}` });
+        const res = await fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        return res.json();
+      }),
+    );
+    answers.forEach((a, i) => assert.deepEqual(a, { n: i, token: ids[i], last4: card.number }));
+    const rows = (await auditRows()).slice(before);
+    assert.equal(rows.length, 20);
+    assert.deepEqual(rows.map((r) => r.entity_id).sort(), [...ids].sort());
+  });
+
   it('forwards a body without expressions as it came, and refuses an unknown token without writing anything', async () => {
     const before = (await auditRows()).length;
     const plain = await fetch(`${url}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"amount":5}' });
