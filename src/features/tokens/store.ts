@@ -1,6 +1,6 @@
 import type { TokenReach } from '../../access/evaluate.ts';
 import { arrayLiteral } from '../../db/array-literal.ts';
-import type { Database, Row, Tx } from '../../db/database.ts';
+import type { Database, Tx } from '../../db/database.ts';
 import type { TenantKey } from '../../db/keyed-lookup.ts';
 import type { Statement } from '../../db/group-commit.ts';
 import { offsetPage } from '../../db/offset-page.ts';
@@ -36,15 +36,7 @@ const COLUMNS = `tenant_id, id, type, ciphertext, data_key_id, containers, metad
  * views, fingerprints, dates a use never shows — are neither sent nor parsed on the hottest path.
  */
 export type UsedTokenRow = Pick<TokenRow, 'tenant_id' | 'id' | 'type' | 'ciphertext' | 'data_key_id' | 'containers' | 'metadata' | 'created_by' | 'created_at'>;
-/**
- * A use's row comes as one JSON array: `pg` parses one json column with JSON.parse instead of
- * nine typed ones (a bytea's hex, a text[] literal, a jsonb, a timestamp's text, each through
- * its own parser), which cost the lookup ~4 µs of the event loop per token. The creation time
- * is its epoch milliseconds, floored as Date's parsing truncates the microseconds.
- */
-const USE_ROW = `json_build_array(tenant_id, id, type, encode(ciphertext, 'base64'), data_key_id, containers, metadata, created_by,
-  floor(extract(epoch FROM created_at) * 1000)) AS u`;
-type UseRowArray = [string, string, string, string, string, string[], Record<string, string>, string | null, number];
+const USE_COLUMNS = 'tenant_id, id, type, ciphertext, data_key_id, containers, metadata, created_by, created_at';
 // An expired token is unreadable from its expiry instant; the sweep deletes it later. The
 // instant is the statement's, by the database clock (one clock for every process): now()
 // would be the start of the transaction, and a request under an idempotency key (reactor or
@@ -100,22 +92,11 @@ export function findTokensByKeys(db: Database, keys: TenantKey[]): Promise<Token
 }
 
 /** findTokensByKeys with only what a use reads. */
-export async function findUsedTokensByKeys(db: Database, keys: TenantKey[]): Promise<UsedTokenRow[]> {
-  const rows = await findByKeys<{ u: UseRowArray }>(db, USE_ROW, keys);
-  return rows.map(({ u }) => ({
-    tenant_id: u[0],
-    id: u[1],
-    type: u[2],
-    ciphertext: Buffer.from(u[3], 'base64'),
-    data_key_id: u[4],
-    containers: u[5],
-    metadata: u[6],
-    created_by: u[7],
-    created_at: new Date(u[8]),
-  }));
+export function findUsedTokensByKeys(db: Database, keys: TenantKey[]): Promise<UsedTokenRow[]> {
+  return findByKeys<UsedTokenRow>(db, USE_COLUMNS, keys);
 }
 
-function findByKeys<R extends Row>(db: Database, columns: string, keys: TenantKey[]): Promise<R[]> {
+function findByKeys<R extends UsedTokenRow>(db: Database, columns: string, keys: TenantKey[]): Promise<R[]> {
   const distinct = [...new Map(keys.map((k) => [`${k.tenantId}/${k.id}`, k])).values()];
   return db.query<R>(
     `SELECT ${columns} FROM unnest($1::uuid[], $2::text[]) AS k (tenant_id, id) JOIN tokens USING (tenant_id, id) WHERE ${LIVE}`,
