@@ -104,8 +104,9 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
     prepare: (ctx) => proxies(ctx),
     requests: (_, { key, proxyKey }) => ({ ...ECHO_DIRECT, headers: { 'svc-api-key': key, 'svc-proxy-key': proxyKey } }),
   },
-  // proxy.one_token's requests through the least proxy that puts the token's data in the body: one SELECT,
-  // AES-GCM and one committed audit row per call (bench/minimal-token-work.ts), as the floor of proxy.one_token.
+  // proxy.one_token's requests through the least proxy that puts the token's data in the body: a SELECT shared by
+  // the calls of a turn of the loop, AES-GCM, and an audit row per call committed by a shared INSERT before it
+  // forwards (bench/minimal-token-work.ts), as the floor of proxy.one_token.
   'proxy.minimal_token': {
     server: 'proxy.minimal_token',
     prepare: (ctx) => proxies(ctx),
@@ -118,8 +119,8 @@ const baselines: Record<string, Target | { db: DbTarget }> = {
     prepare: (ctx) => vault(ctx),
     requests: (_, { key }) => minimalReactRequest(key, {}),
   },
-  // react.one_token's code and args through react.minimal with the token's data put in first: one SELECT, AES-GCM
-  // and one committed audit row per call (bench/minimal-token-work.ts), as the floor of react.one_token.
+  // react.one_token's code and args through react.minimal with the token's data put in first, as proxy.minimal_token
+  // puts it in (bench/minimal-token-work.ts), as the floor of react.one_token.
   'react.minimal_token': {
     server: 'react.minimal_token',
     prepare: (ctx) => vault(ctx),
