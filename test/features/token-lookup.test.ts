@@ -16,7 +16,7 @@ describe('token lookup by (tenant, id)', () => {
     const reveal = { priority: 1, container: '/', transform: 'reveal', permissions: ['token:create', 'token:read'] };
     key = (await createApplication(server, { name: 'lookup', type: 'private', rules: [reveal] })).key;
     first = await createToken(server, key, { type: 'token', data: 'first' });
-    // Metadata, several containers and a quote in a value: what the use lookup's JSON form must carry as the columns do.
+    // Metadata, several containers and a quote in a value: what the use lookup must read as the whole lookup does.
     second = await createToken(server, key, { type: 'token', data: 'second', metadata: { order: '12"34', note: 'ünï' }, containers: ['/a/', '/b/c/'] });
     otherTenant = (await createOtherTenant(server)).tenant_id;
   });
