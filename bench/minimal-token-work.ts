@@ -15,6 +15,7 @@
  */
 import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { Coalescer } from '../src/db/coalescer.ts';
 
 /** Coffer's default DATABASE_POOL_SIZE. */
 const POOL_SIZE = 20;
@@ -58,18 +59,19 @@ export async function createTokenWork(opts: { db: pg.PoolConfig; ids: string[]; 
     return JSON.parse(Buffer.concat([decipher.update(sealed.subarray(12, sealed.length - 16)), decipher.final()]).toString('utf8'));
   };
 
-  const read = shared(4, async (ids: string[]): Promise<(Buffer | undefined)[]> => {
+  // Coffer's coalescer (src/db/coalescer.ts) shares the statements, so the two programs batch alike.
+  const reads = new Coalescer<string, Buffer | undefined>(async (ids) => {
     const { rows } = await pool.query({ name: 'tokens', text: `SELECT id, ciphertext FROM ${TOKEN_TABLE} WHERE tenant_id = $1 AND id = ANY($2::text[])`, values: [tenant, [...new Set(ids)]] });
     const byId = new Map<string, Buffer>(rows.map((r) => [r.id, r.ciphertext]));
     return ids.map((id) => byId.get(id));
-  });
+  }, { maxBatch: 256, maxInFlight: 4, isolateFailures: false });
   const use = async (id: string): Promise<Card> => {
-    const sealed = await read(id);
+    const sealed = await reads.submit(id);
     if (!sealed) throw new Error(`token ${id} not found`);
     return open(id, sealed);
   };
 
-  const audit = shared(1, async (ids: string[]): Promise<undefined[]> => {
+  const audits = new Coalescer<string, undefined>(async (ids) => {
     await pool.query({
       name: 'audit',
       text: `INSERT INTO ${TOKEN_AUDIT_TABLE} (id, tenant_id, entity_type, entity_id, operation, message)
@@ -77,7 +79,7 @@ export async function createTokenWork(opts: { db: pg.PoolConfig; ids: string[]; 
       values: [ids.map(() => randomUUID()), tenant, ids],
     });
     return ids.map(() => undefined);
-  });
+  }, { maxBatch: 256, maxInFlight: 1, isolateFailures: false });
 
   /** Replaces the expressions under `parsed` in place; false when it has none. */
   const replace = async (parsed: unknown): Promise<boolean> => {
@@ -87,7 +89,7 @@ export async function createTokenWork(opts: { db: pg.PoolConfig; ids: string[]; 
     const ids = [...new Set(found.map((f) => f.id))];
     const cards = new Map(await Promise.all(ids.map(async (id) => [id, await use(id)] as const)));
     for (const f of found) (f.holder as Record<string | number, unknown>)[f.key] = render(cards.get(f.id)!, f.filter, f.arg);
-    await Promise.all(ids.map(audit));
+    await Promise.all(ids.map((id) => audits.submit(id)));
     return true;
   };
 
@@ -102,42 +104,6 @@ export async function createTokenWork(opts: { db: pg.PoolConfig; ids: string[]; 
     },
     close: () => pool.end(),
   };
-}
-
-/**
- * `run` shared by the calls of one turn of the event loop: the items submitted before the next
- * check phase go to one run, at most `inFlight` runs at once; items arriving meanwhile go out
- * together the moment a run returns. Each caller gets its item's result, or the run's error.
- */
-function shared<In, Out>(inFlight: number, run: (items: In[]) => Promise<Out[]>): (item: In) => Promise<Out> {
-  let queue: { item: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
-  let running = 0;
-  let scheduled = false;
-  const schedule = () => {
-    if (scheduled || running >= inFlight || queue.length === 0) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      while (running < inFlight && queue.length > 0) {
-        const batch = queue;
-        queue = [];
-        running++;
-        run(batch.map((w) => w.item)).then(
-          (outs) => settle(() => batch.forEach((w, i) => w.resolve(outs[i]))),
-          (err) => settle(() => batch.forEach((w) => w.reject(err))),
-        );
-      }
-    });
-  };
-  const settle = (answer: () => void) => {
-    running--;
-    schedule();
-    answer();
-  };
-  return (item) => new Promise<Out>((resolve, reject) => {
-    queue.push({ item, resolve, reject });
-    schedule();
-  });
 }
 
 /** The expression strings under `node`, with where each sits. */
