@@ -243,7 +243,8 @@ export class OutboundClient {
 
     for (let redirects = 0; ; redirects++) {
       // Every hop waits for a slot of its own origin; the deadline bounds the wait.
-      const release = await this.#slots.acquire(url.origin, tenant ?? '', deadline.signal);
+      const slot = this.#slots.acquire(url.origin, tenant ?? '', deadline.signal);
+      const release = typeof slot === 'function' ? slot : await slot;
       const response = await beforeDeadline(this.#dispatch(url, method, headers, body, deadline.signal), deadline.signal, release);
       const location = response.headers.location;
       if (!follow || !REDIRECT_STATUSES.has(response.statusCode) || typeof location !== 'string') return { response, url, method };
@@ -392,35 +393,22 @@ async function readLimited(response: Answer, limit: number, url: URL): Promise<B
  * transports' bodies then close), an abandoned answer's included.
  */
 function beforeDeadline(sent: Promise<Answer>, signal: AbortSignal, release: () => void): Promise<Answer> {
-  const pending = sent.then(
-    (answer) => {
-      if (answer.body.closed) release();
-      else answer.body.once('close', release);
-      return answer;
-    },
-    (err: unknown) => {
-      release();
-      throw err;
-    },
-  );
-  const abandon = () => pending.then((late) => dropBody(late.body), () => {});
-  if (signal.aborted) {
-    abandon();
-    return Promise.reject(signal.reason);
-  }
   return new Promise((resolve, reject) => {
-    const abort = () => {
-      abandon();
-      reject(signal.reason);
-    };
-    signal.addEventListener('abort', abort, { once: true });
-    pending.then(
+    const abort = () => reject(signal.reason);
+    if (signal.aborted) abort();
+    else signal.addEventListener('abort', abort, { once: true });
+    sent.then(
       (answer) => {
         signal.removeEventListener('abort', abort);
-        resolve(answer);
+        if (answer.body.closed) release();
+        else answer.body.once('close', release);
+        // Too late: the call was given up (and rejected) when the deadline passed.
+        if (signal.aborted) dropBody(answer.body);
+        else resolve(answer);
       },
       (err: unknown) => {
         signal.removeEventListener('abort', abort);
+        release();
         reject(err);
       },
     );

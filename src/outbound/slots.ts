@@ -21,37 +21,45 @@ export class OriginSlots {
   }
 
   /**
-   * Resolves, once the call may go, with the function that gives its slot back (once, however
-   * often called); rejects with the signal's reason if it aborts first. `tenant` '' stands for
-   * calls made for no tenant, which share one share.
+   * The function that gives the call's slot back (once, however often called): at once when a
+   * slot is free, else a promise of it once one is handed over, rejected with the signal's reason
+   * if it aborts first. A free slot is the common case and costs the call no promise. `tenant`
+   * '' stands for calls made for no tenant, which share one share.
    */
-  async acquire(origin: string, tenant: string, signal: AbortSignal): Promise<() => void> {
+  acquire(origin: string, tenant: string, signal: AbortSignal): Release | Promise<Release> {
     signal.throwIfAborted();
-    let state = this.#origins.get(origin);
-    if (!state) this.#origins.set(origin, (state = { active: 0, byTenant: new Map(), waiting: new Map() }));
-    const slots = state;
+    let slots = this.#origins.get(origin);
+    if (!slots) this.#origins.set(origin, (slots = { active: 0, byTenant: new Map(), waiting: new Map() }));
     if (slots.active < this.#perOrigin && (slots.byTenant.get(tenant) ?? 0) < this.#perTenant) {
       take(slots, tenant);
-    } else {
-      // Woken holding the slot (#handOver counted it before waking us).
-      await new Promise<void>((resolve, reject) => {
-        const wake = () => {
-          signal.removeEventListener('abort', abort);
-          resolve();
-        };
-        const abort = () => {
-          const queue = slots.waiting.get(tenant);
-          queue?.delete(wake);
-          if (queue?.size === 0) slots.waiting.delete(tenant);
-          this.#forgetIfIdle(origin, slots);
-          reject(signal.reason);
-        };
-        let queue = slots.waiting.get(tenant);
-        if (!queue) slots.waiting.set(tenant, (queue = new Set()));
-        queue.add(wake);
-        signal.addEventListener('abort', abort, { once: true });
-      });
+      return this.#releaser(origin, slots, tenant);
     }
+    return this.#wait(origin, slots, tenant, signal);
+  }
+
+  /** Waits to be woken holding the slot (#handOver counted it before waking). */
+  async #wait(origin: string, slots: Origin, tenant: string, signal: AbortSignal): Promise<Release> {
+    await new Promise<void>((resolve, reject) => {
+      const wake = () => {
+        signal.removeEventListener('abort', abort);
+        resolve();
+      };
+      const abort = () => {
+        const queue = slots.waiting.get(tenant);
+        queue?.delete(wake);
+        if (queue?.size === 0) slots.waiting.delete(tenant);
+        this.#forgetIfIdle(origin, slots);
+        reject(signal.reason);
+      };
+      let queue = slots.waiting.get(tenant);
+      if (!queue) slots.waiting.set(tenant, (queue = new Set()));
+      queue.add(wake);
+      signal.addEventListener('abort', abort, { once: true });
+    });
+    return this.#releaser(origin, slots, tenant);
+  }
+
+  #releaser(origin: string, slots: Origin, tenant: string): Release {
     let held = true;
     return () => {
       if (!held) return;
@@ -96,6 +104,9 @@ export class OriginSlots {
     if (slots.active === 0 && slots.waiting.size === 0 && this.#origins.get(origin) === slots) this.#origins.delete(origin);
   }
 }
+
+/** Gives a slot back. */
+export type Release = () => void;
 
 type Origin = {
   /** Calls holding a slot. */

@@ -120,6 +120,11 @@ describe('POST /detokenize', () => {
       });
       assert.match(body.t.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
       assert.deepEqual(await ok({ type: `{{ token: ${ssn} | json: '$.type' }}`, data: `{{ token: ${ssn} | json: '$.data' }}` }), { type: 'social_security_number', data: SSN });
+      // Both forms of one token in one body: the data form beside the whole token's metadata and author.
+      assert.deepEqual(
+        await ok({ n: `{{ ${card} | json: '$.number' }}`, m: `{{ token: ${card} | json: '$.metadata' }}`, by: `{{ token: ${card} | json: '$.created_by' }}` }),
+        { n: CARD.number, m: { customer: 'c-1' }, by: reader.id },
+      );
     });
 
     it('walks nested objects and arrays, leaving everything else untouched', async () => {

@@ -93,13 +93,13 @@ test('OriginSlots: an aborted wait leaves no trace, and a slot given back twice 
   const slots = new OriginSlots(1, 1);
   const held = await slots.acquire('http://o', 't', new AbortController().signal);
   const gone = new AbortController();
-  const waiting = slots.acquire('http://o', 't', gone.signal);
+  const waiting = Promise.resolve(slots.acquire('http://o', 't', gone.signal));
   gone.abort(new Error('gave up'));
   await assert.rejects(waiting, /gave up/);
   held();
   held();
   const again = await slots.acquire('http://o', 'u', new AbortController().signal);
-  const next = slots.acquire('http://o', 'v', new AbortController().signal);
+  const next = Promise.resolve(slots.acquire('http://o', 'v', new AbortController().signal));
   let got = false;
   void next.then(() => (got = true));
   await new Promise((r) => setTimeout(r, 10));

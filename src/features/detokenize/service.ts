@@ -5,7 +5,7 @@ import { ApiError } from '../../http/errors.ts';
 import { placePath, type Place } from '../../http/field-path.ts';
 import type { Vault } from '../../vault/tenant-keys.ts';
 import type { LogService } from '../logs/service.ts';
-import type { TokenService, UsedTokenView } from '../tokens/service.ts';
+import type { TokenService, TokenView, UsedTokenView } from '../tokens/service.ts';
 import type { DisclosureSink } from './disclosed.ts';
 
 export type DetokenizeService = ReturnType<typeof createDetokenizeService>;
@@ -113,7 +113,11 @@ export function createDetokenizeService(deps: {
       // The uses are audited once every expression has rendered, before the result leaves:
       // a request refused below (403) or failing in a filter (400) detokenized nothing.
       const audit = deferAudit ?? [];
-      const views = await tokens.resolveForUse(principal, ids, permission, audit, pathsOf);
+      // The whole-token form reads whole rows, and is built only when some expression asks for it
+      // (`{{ token: <id> }}`); other uses read only what showing the data needs.
+      const used = { deferAudit: audit, pathsOf };
+      const whole = refs.some((r) => r.form !== 'data') ? await tokens.resolveForUse(principal, ids, permission, { ...used, whole: true }) : undefined;
+      const views: Map<string, UsedTokenView> = whole ?? (await tokens.resolveForUse(principal, ids, permission, used));
       for (const r of refs) {
         const v = views.get(r.id)!;
         if (r.form === 'data' && v.data === undefined) {
@@ -121,10 +125,8 @@ export function createDetokenizeService(deps: {
           throw ApiError.forbidden(`The API key may not see the data of token ${r.id} (${why}).`);
         }
       }
-      // The whole-token form is built only when some expression asks for it (`{{ token: <id> }}`).
-      const wholeTokens = refs.some((r) => r.form !== 'data');
       const tokenEntries = new Map<string, { data: unknown; token: unknown }>();
-      for (const [id, v] of views) tokenEntries.set(id, { data: v.data, token: wholeTokens ? toDetokenizedToken(v) : undefined });
+      for (const [id, v] of views) tokenEntries.set(id, { data: v.data, token: whole ? toDetokenizedToken(whole.get(id)!) : undefined });
       const scope = {
         tokens: tokenEntries,
         // The tenant's expression keys are only looked up for a body that uses `hmac`.
@@ -179,7 +181,7 @@ function replacedObject(node: Record<string, unknown>, replace: (value: unknown)
 }
 
 /** The spec's Detokenized token: the whole-token form of `{{ token: <id> }}`. */
-export function toDetokenizedToken(v: UsedTokenView): Record<string, unknown> {
+export function toDetokenizedToken(v: TokenView): Record<string, unknown> {
   const t = v.row;
   return {
     id: t.id,

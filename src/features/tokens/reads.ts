@@ -12,6 +12,10 @@ import type { ListQuery, TokenCore, TokenView, UsedTokenView } from './service.t
 import { CONTAINER_MESSAGE } from './prepare.ts';
 import { revealAllowed } from '../members/roles.ts';
 
+/** token:read (POST /detokenize), or token:use (reactors, proxies). */
+type UsePermission = 'token:read' | 'token:use';
+type UseOptions = { deferAudit?: Item[]; pathsOf?: (id: string) => string[]; whole?: boolean };
+
 /**
  * Reading tokens: one by id, lists and search (each token shown through the transform the
  * caller's rules give it, reveals audited), the checks before data shown once is shown again,
@@ -93,6 +97,39 @@ export function createTokenReads(core: TokenCore) {
     await logs.useMany(principal, entries);
   }
 
+  /**
+   * Loads tokens for detokenization (token:read), reactors and proxies (token:use): every
+   * id must exist (400 naming it) and be permitted (403). Each use is audit-logged before
+   * this resolves, or, given `deferAudit`, its audit entries are added there for the caller
+   * to write before the data leaves Coffer. `pathsOf` names the fields that refer to an id,
+   * for the 400 of an unknown one. `whole` reads the whole rows, for the whole-token form;
+   * without it, only what a use of the data needs.
+   */
+  function resolveForUse(principal: Principal, ids: string[], permission: UsePermission, opts: UseOptions & { whole: true }): Promise<Map<string, TokenView>>;
+  function resolveForUse(principal: Principal, ids: string[], permission: UsePermission, opts?: UseOptions): Promise<Map<string, UsedTokenView>>;
+  async function resolveForUse(principal: Principal, ids: string[], permission: UsePermission, opts: UseOptions = {}): Promise<Map<string, UsedTokenView>> {
+    const { deferAudit, pathsOf = () => ['body'] } = opts;
+    const unique = ids.length === 1 ? ids : [...new Set(ids)];
+    const rows = opts.whole ? await load(principal.tenantId, unique) : await loadForUse(principal.tenantId, unique);
+    // Every id found is the common case: which are missing is worked out only when some are.
+    if (rows.length < unique.length) {
+      const found = new Set(rows.map((r) => r.id));
+      const missing = unique.filter((id) => !found.has(id));
+      const errors = new FieldErrorList();
+      for (const id of missing) for (const path of pathsOf(id)) errors.add(path, `token "${id}" not found`);
+      throw new ApiError(400, `token ${missing.map((m) => `"${m}"`).join(', ')} not found`, errors.errors);
+    }
+    const out = new Map<string, UsedTokenView>();
+    for (const row of rows) out.set(row.id, await view(principal, row, permitted(principal, permission, row)));
+    const operation = permission === 'token:use' ? 'use' : 'detokenize';
+    const entries: AuditEntry[] = [];
+    for (const v of out.values()) entries.push({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` });
+    // The caller writes them itself, before any of the data leaves Coffer (reactors).
+    if (deferAudit) for (const e of entries) deferAudit.push(logs.item(principal, e));
+    else await logs.useMany(principal, entries);
+    return out;
+  }
+
   return {
 
     /**
@@ -150,40 +187,7 @@ export function createTokenReads(core: TokenCore) {
 
     checkShown,
 
-    /**
-     * Loads tokens for detokenization (token:read), reactors and proxies (token:use): every
-     * id must exist (400 naming it) and be permitted (403). Each use is audit-logged before
-     * this resolves, or, given `deferAudit`, its audit entries are added there for the caller
-     * to write before the data leaves Coffer. `pathsOf` names the fields that refer to an id,
-     * for the 400 of an unknown one.
-     */
-    async resolveForUse(
-      principal: Principal,
-      ids: string[],
-      permission: 'token:read' | 'token:use',
-      deferAudit?: Item[],
-      pathsOf: (id: string) => string[] = () => ['body'],
-    ): Promise<Map<string, UsedTokenView>> {
-      const unique = ids.length === 1 ? ids : [...new Set(ids)];
-      const rows = await loadForUse(principal.tenantId, unique);
-      // Every id found is the common case: which are missing is worked out only when some are.
-      if (rows.length < unique.length) {
-        const found = new Set(rows.map((r) => r.id));
-        const missing = unique.filter((id) => !found.has(id));
-        const errors = new FieldErrorList();
-        for (const id of missing) for (const path of pathsOf(id)) errors.add(path, `token "${id}" not found`);
-        throw new ApiError(400, `token ${missing.map((m) => `"${m}"`).join(', ')} not found`, errors.errors);
-      }
-      const out = new Map<string, UsedTokenView>();
-      for (const row of rows) out.set(row.id, await view(principal, row, permitted(principal, permission, row)));
-      const operation = permission === 'token:use' ? 'use' : 'detokenize';
-      const entries: AuditEntry[] = [];
-      for (const v of out.values()) entries.push({ entityType: 'token', entityId: v.row.id, operation, message: `Token detokenized (${v.transform})` });
-      // The caller writes them itself, before any of the data leaves Coffer (reactors).
-      if (deferAudit) for (const e of entries) deferAudit.push(logs.item(principal, e));
-      else await logs.useMany(principal, entries);
-      return out;
-    },
+    resolveForUse,
 
     /**
      * One token named by id for a use of its data inside Coffer (an enrichment), checked as

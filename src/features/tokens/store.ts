@@ -35,8 +35,13 @@ const COLUMNS = `tenant_id, id, type, ciphertext, data_key_id, containers, metad
  * data, and its whole-token form (`{{ token: <id> }}`). The other columns — search values,
  * views, fingerprints, dates a use never shows — are neither sent nor parsed on the hottest path.
  */
-export type UsedTokenRow = Pick<TokenRow, 'tenant_id' | 'id' | 'type' | 'ciphertext' | 'data_key_id' | 'containers' | 'metadata' | 'created_by' | 'created_at'>;
-const USE_COLUMNS = 'tenant_id, id, type, ciphertext, data_key_id, containers, metadata, created_by, created_at';
+/**
+ * What a use of a token's data reads: who may see it and the data itself. The whole-token form
+ * (`{{ token: <id> }}`) reads the whole row instead; most uses never ask for it, and metadata,
+ * its author and its creation time are the costliest columns to parse.
+ */
+export type UsedTokenRow = Pick<TokenRow, 'tenant_id' | 'id' | 'type' | 'ciphertext' | 'data_key_id' | 'containers'>;
+const USE_COLUMNS = 'tenant_id, id, type, ciphertext, data_key_id, containers';
 // An expired token is unreadable from its expiry instant; the sweep deletes it later. The
 // instant is the statement's, by the database clock (one clock for every process): now()
 // would be the start of the transaction, and a request under an idempotency key (reactor or
