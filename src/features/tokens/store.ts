@@ -31,14 +31,10 @@ const COLUMNS = `tenant_id, id, type, ciphertext, data_key_id, containers, metad
   search_indexes, search_hashes, deduplicate_token, views, expires_at, created_by, created_at, modified_by, modified_at`;
 
 /**
- * What a use of a token's data reads (detokenize, reactors, proxies): its access check, its
- * data, and its whole-token form (`{{ token: <id> }}`). The other columns — search values,
- * views, fingerprints, dates a use never shows — are neither sent nor parsed on the hottest path.
- */
-/**
- * What a use of a token's data reads: who may see it and the data itself. The whole-token form
- * (`{{ token: <id> }}`) reads the whole row instead; most uses never ask for it, and metadata,
- * its author and its creation time are the costliest columns to parse.
+ * What a use of a token's data reads (detokenize, reactors, proxies): its access check and its
+ * data. The other columns (search values, views, fingerprints, and the metadata, author and
+ * dates only the whole-token form `{{ token: <id> }}` shows, which reads the whole row
+ * instead) are neither sent nor parsed on the hottest path.
  */
 export type UsedTokenRow = Pick<TokenRow, 'tenant_id' | 'id' | 'type' | 'ciphertext' | 'data_key_id' | 'containers'>;
 const USE_COLUMNS = 'tenant_id, id, type, ciphertext, data_key_id, containers';
